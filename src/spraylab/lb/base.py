@@ -1,0 +1,93 @@
+"""The load-balancer interface and registry.
+
+A scheme may act at the sender (entropy per packet, feedback from ACK/NACK echoes), at
+switches (pick an egress among equal-cost candidates) and in ToR programs (see, stamp, hold or
+drop packets). It overrides only the hooks it needs; the engine calls them and never needs to
+know which scheme runs. Register a scheme with :func:`register` to make it usable by name in
+scenario files."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    from spraylab.net.network import Network
+    from spraylab.net.packet import Packet
+    from spraylab.transport.qp import QueuePair
+
+
+class LbParams(BaseModel):
+    """Parameters of a scheme; subclasses add fields. Unknown keys are rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoadBalancer:
+    """Base class: by default ECMP at every switch and one entropy per flow."""
+
+    name: ClassVar[str] = ""
+    where: ClassVar[str] = ""  # "switch", "sender", "tor" (for listings)
+    summary: ClassVar[str] = ""
+    Params: ClassVar[type[LbParams]] = LbParams
+
+    def __init__(self, params: LbParams | None = None) -> None:
+        self.params = params if params is not None else self.Params()
+        self.net: Network | None = None
+
+    # --- wiring (called once) ---------------------------------------------------------
+    def setup(self, net: Network) -> None:
+        """Install switch selectors / ToR programs. Default: ECMP everywhere."""
+        self.net = net
+
+    def init_qp(self, qp: QueuePair) -> None:
+        """Called for each new queue pair; sender-side schemes set ``qp.lb = self``."""
+
+    # --- sender hooks (only called when qp.lb is self) -------------------------------
+    def on_flow_start(self, qp: QueuePair) -> None:
+        pass
+
+    def entropy(self, qp: QueuePair, psn: int) -> int:
+        return qp.entropy
+
+    def on_ack(self, qp: QueuePair, pkt: Packet) -> None:
+        pass
+
+    def on_nack(self, qp: QueuePair, pkt: Packet) -> None:
+        pass
+
+    def on_timeout(self, qp: QueuePair) -> None:
+        pass
+
+    # --- accounting --------------------------------------------------------------------
+    def held_packets(self) -> int:
+        """Packets currently held by the scheme (ToR buffers), for conservation checks."""
+        return 0
+
+    def stats(self) -> dict[str, Any]:
+        """Scheme-specific numbers reported in the run summary (e.g. state sizes)."""
+        return {}
+
+
+REGISTRY: dict[str, type[LoadBalancer]] = {}
+
+
+def register(cls: type[LoadBalancer]) -> type[LoadBalancer]:
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} has no name")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def make_lb(name: str, params: dict[str, Any] | None = None) -> LoadBalancer:
+    """Build a registered scheme; raises ValueError naming the allowed schemes/params."""
+    load_builtin_schemes()
+    if name not in REGISTRY:
+        raise ValueError(f"lb.scheme = {name!r} is not a known scheme: allowed {', '.join(sorted(REGISTRY))}")
+    cls = REGISTRY[name]
+    return cls(cls.Params(**(params or {})))
+
+
+def load_builtin_schemes() -> None:
+    from spraylab.lb import ecmp, rps  # noqa: F401  (registers on import)

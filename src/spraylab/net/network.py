@@ -1,0 +1,285 @@
+"""Builds the simulation objects of a fabric (hosts, switches, ports, routing) and runs a
+workload of flows on it. This is the wiring layer: the data path itself lives in
+``port.py``, ``switch.py``, ``host.py`` and ``spraylab.transport``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from spraylab.engine.simulator import Simulator, StopSimulation
+from spraylab.net.host import Host, Nic
+from spraylab.net.packet import Packet
+from spraylab.net.port import EcnConfig, IngressCounter, PfcPort, Port
+from spraylab.net.switch import SharedBuffer, Switch
+from spraylab.topology.fabric import Fabric
+from spraylab.transport.params import TransportParams
+from spraylab.transport.qp import QueuePair
+from spraylab.transport.receiver import RECEIVERS
+from spraylab.workload.flows import FlowSpec
+
+if TYPE_CHECKING:
+    from spraylab.lb.base import LoadBalancer
+
+
+@dataclass(frozen=True, slots=True)
+class SwitchParams:
+    buffer_bytes: int = 64_000_000
+    dt_alpha: float = 1.0
+    lossless: bool = False
+    pfc_xoff_bytes: int = 0  # 0: derived from the buffer and port count
+    pfc_xon_bytes: int = 0
+    ecn: bool = True
+    ecn_kmin_bytes_per_100g: int = 100_000
+    ecn_kmax_bytes_per_100g: int = 400_000
+    ecn_pmax: float = 0.2
+
+
+class Network:
+    """Hosts, switches and ports of one fabric, plus the flows running on it."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        fabric: Fabric,
+        switch_params: SwitchParams,
+        transport: TransportParams,
+        lb: LoadBalancer,
+    ) -> None:
+        self.sim = sim
+        self.fabric = fabric
+        self.switch_params = switch_params
+        self.transport = transport
+        self.lb = lb
+        self.flow_rng = sim.derive_rng(0x5EED_F10)
+        self.port_rng = sim.derive_rng(0xEC4)
+        self.hosts: list[Host] = []
+        self.switches: dict[str, Switch] = {}
+        self.ports: list[Port] = []
+        self.link_ports: dict[tuple[str, str], list[Port]] = {}  # (a, b) -> ports a->b
+        self.ingress_counters: list[IngressCounter] = []
+        self.down_links: set[tuple[str, str]] = set()
+        self.qps: list[QueuePair] = []
+        self.injected_packets = 0
+        self.consumed_packets = 0
+        self.dropped_packets = 0
+        self.flows_received = 0
+        self.senders_done = 0
+        self._dependents: dict[int, list[QueuePair]] = {}
+        self._pending_deps: dict[int, int] = {}
+        self._build()
+        lb.setup(self)
+
+    # --- construction ----------------------------------------------------------------
+    def _build(self) -> None:
+        sim, fabric, sp = self.sim, self.fabric, self.switch_params
+        salt_rng = sim.derive_rng(0x5A17)
+        for name, tier in fabric.switch_tier.items():
+            switch = Switch(sim, name, len(self.switches), tier, salt_rng.getrandbits(32))
+            switch.buffer = SharedBuffer(sp.buffer_bytes, sp.dt_alpha)
+            self.switches[name] = switch
+        for host_id, name in enumerate(fabric.hosts):
+            self.hosts.append(Host(sim, self, host_id, name, fabric.host_server[host_id]))
+        nodes: dict[str, Any] = {**self.switches, **{h.name: h for h in self.hosts}}
+        port_cls = PfcPort if sp.lossless else Port
+        for link in fabric.links:
+            a, b = nodes[link.a], nodes[link.b]
+            pa = self._make_port(port_cls, a, b, link.rate_bps, link.delay_ps)
+            pb = self._make_port(port_cls, b, a, link.rate_bps, link.delay_ps)
+            pa.reverse, pb.reverse = pb, pa
+        for host in self.hosts:
+            host.nics = [Nic(sim, host, port) for port in host.ports]
+        self._compute_routes()
+
+    def _make_port(self, cls: type[Port], owner: Any, peer: Any, rate_bps: int, delay_ps: int) -> Port:
+        sp = self.switch_params
+        is_switch = isinstance(owner, Switch)
+        ecn = None
+        if is_switch and sp.ecn:
+            scale = rate_bps / 100e9
+            ecn = EcnConfig(int(sp.ecn_kmin_bytes_per_100g * scale), int(sp.ecn_kmax_bytes_per_100g * scale), sp.ecn_pmax)
+        port = cls(self.sim, f"{owner.name}->{peer.name}", owner, rate_bps, delay_ps, ecn, self.port_rng)
+        owner.ports.append(port)
+        if is_switch:
+            owner.buffer.add_port(port)
+            if not sp.lossless:
+                port.buffer = owner.buffer
+            if isinstance(peer, Switch) and peer.tier > owner.tier:
+                port.is_uplink = True
+                owner.uplinks.append(port)
+        receive = peer.receive
+        if sp.lossless and isinstance(peer, Switch):
+            n_ports = max(1, len([link for link in self.fabric.links if peer.name in (link.a, link.b)]))
+            xoff = sp.pfc_xoff_bytes or max(64 * 1024, sp.buffer_bytes // (4 * n_ports))
+            xon = sp.pfc_xon_bytes or max(xoff - 4 * 4160, xoff // 2)
+            counter = IngressCounter(self.sim, port, xoff, xon, peer.receive)
+            self.ingress_counters.append(counter)
+            receive = counter.receive
+        port.connect(peer, receive)
+        self.ports.append(port)
+        self.link_ports.setdefault((owner.name, peer.name), []).append(port)
+        return port
+
+    def _compute_routes(self) -> None:
+        """Equal-cost next hops per (switch, destination host), shared per destination ToR."""
+        fabric = self.fabric
+        adj = fabric.switch_neighbours(self.down_links)
+        n = len(self.hosts)
+        tables = {name: [[] for _ in range(n)] for name in self.switches}
+        hosts_by_tor: dict[str, list[int]] = {}
+        for h in self.hosts:
+            hosts_by_tor.setdefault(fabric.host_tor[h.id], []).append(h.id)
+        for tor, tor_hosts in hosts_by_tor.items():
+            dist = fabric.distances_to(tor, adj)
+            for name, switch in self.switches.items():
+                if name == tor or name not in dist:
+                    continue
+                want = dist[name] - 1
+                cands = [
+                    p
+                    for p in switch.ports
+                    if isinstance(p.peer_owner, Switch)
+                    and dist.get(p.peer_owner.name, -1) == want
+                    and (name, p.peer_owner.name) not in self.down_links
+                ]
+                for h in tor_hosts:
+                    tables[name][h] = cands
+        for name, switch in self.switches.items():
+            for port in switch.ports:
+                if isinstance(port.peer_owner, Host):
+                    tables[name][port.peer_owner.id] = [port]
+                    if fabric.host_tor[port.peer_owner.id] == name and port.peer_owner.id not in switch.hosts:
+                        switch.hosts.append(port.peer_owner.id)
+            switch.table = tables[name]
+        for host in self.hosts:
+            tor_nic = next(nic for nic in host.nics if nic.port.peer_owner.name == fabric.host_tor[host.id])
+            route = [tor_nic] * n
+            for nic in host.nics:
+                peer = nic.port.peer_owner
+                if nic is not tor_nic:
+                    for port in peer.ports:
+                        if isinstance(port.peer_owner, Host):
+                            route[port.peer_owner.id] = nic
+            host.route = route
+
+    # --- failures and asymmetry ------------------------------------------------------
+    def ports_between(self, a: str, b: str) -> list[Port]:
+        ports = self.link_ports.get((a, b), []) + self.link_ports.get((b, a), [])
+        if not ports:
+            raise KeyError(f"no link between {a!r} and {b!r}")
+        return ports
+
+    def schedule_link_down(self, at_ps: int, a: str, b: str, convergence_ps: int) -> None:
+        ports = self.ports_between(a, b)
+
+        def down(_: Any) -> None:
+            for p in ports:
+                p.up = False
+            self.sim.after(convergence_ps, reroute)
+
+        def reroute(_: Any) -> None:
+            self.down_links.add((a, b))
+            self._compute_routes()
+
+        self.sim.at(at_ps, down)
+
+    def schedule_link_rate(self, at_ps: int, a: str, b: str, fraction: float) -> None:
+        ports = self.ports_between(a, b)
+
+        def degrade(_: Any) -> None:
+            for p in ports:
+                p.set_rate(max(1, int(self.base_rate(p) * fraction)))
+
+        self.sim.at(at_ps, degrade)
+
+    def base_rate(self, port: Port) -> int:
+        for link in self.fabric.links:
+            if {link.a, link.b} == {port.owner.name, port.peer_owner.name}:
+                return link.rate_bps
+        return port.rate_bps
+
+    # --- workload --------------------------------------------------------------------
+    def add_flows(self, specs: list[FlowSpec]) -> list[QueuePair]:
+        params = self.transport
+        receiver_cls = RECEIVERS[params.recovery]
+        new = []
+        for spec in specs:
+            src, dst = self.hosts[spec.src], self.hosts[spec.dst]
+            nic = src.route[spec.dst]
+            qp = QueuePair(self, spec, nic, params, nic.port.rate_bps)
+            qp.rx = receiver_cls(qp, dst.route[spec.src], params)
+            self.lb.init_qp(qp)
+            self.qps.append(qp)
+            new.append(qp)
+        known = {qp.flow_id for qp in self.qps}
+        for qp in new:
+            deps = qp.spec.deps
+            if not deps:
+                self.sim.at(qp.spec.start_ps, _start_qp, qp)
+                continue
+            missing = [d for d in deps if d not in known]
+            if missing:
+                raise ValueError(f"flow {qp.flow_id} depends on unknown flows {missing}")
+            self._pending_deps[qp.flow_id] = len(deps)
+            for d in deps:
+                self._dependents.setdefault(d, []).append(qp)
+        return new
+
+    def on_flow_received(self, qp: QueuePair) -> None:
+        self.flows_received += 1
+        for child in self._dependents.get(qp.flow_id, ()):
+            left = self._pending_deps[child.flow_id] - 1
+            self._pending_deps[child.flow_id] = left
+            if left == 0:
+                self.sim.after(child.spec.start_ps, _start_qp, child)
+        self._check_done()
+
+    def on_sender_done(self, qp: QueuePair) -> None:
+        self.senders_done += 1
+        self._check_done()
+
+    def _check_done(self) -> None:
+        n = len(self.qps)
+        if self.flows_received == n and self.senders_done == n:
+            raise StopSimulation("done")
+
+    @property
+    def all_done(self) -> bool:
+        return self.flows_received == len(self.qps)
+
+    # --- self-checks -----------------------------------------------------------------
+    def packets_in_flight(self) -> int:
+        on_wires = sum(1 for event in self.sim.heap if isinstance(event[3], Packet))
+        in_queues = sum(len(p.data_queue) + len(p.ctrl_queue) for p in self.ports if isinstance(p, PfcPort))
+        return on_wires + in_queues + self.lb.held_packets()
+
+    def check_conservation(self) -> dict[str, int]:
+        """Packet conservation (sent = delivered + dropped + in flight) and byte conservation
+        per completed flow. Raises AssertionError on a violation: never a silent number."""
+        in_flight = self.packets_in_flight()
+        if self.injected_packets != self.consumed_packets + self.dropped_packets + in_flight:
+            raise AssertionError(
+                f"packet conservation violated: injected {self.injected_packets} != consumed "
+                f"{self.consumed_packets} + dropped {self.dropped_packets} + in flight {in_flight}"
+            )
+        for qp in self.qps:
+            rx = qp.rx
+            if rx.finish_ps >= 0 and (rx.delivered_bytes != qp.spec.size_bytes or rx.epsn != qp.n_packets):
+                raise AssertionError(
+                    f"byte conservation violated for flow {qp.flow_id}: delivered {rx.delivered_bytes} "
+                    f"of {qp.spec.size_bytes} bytes"
+                )
+        if self.switch_params.lossless:
+            drops = sum(p.drops for p in self.ports if p.up)
+            if drops:
+                raise AssertionError(f"lossless fabric dropped {drops} packets on working links")
+        return {
+            "injected": self.injected_packets,
+            "consumed": self.consumed_packets,
+            "dropped": self.dropped_packets,
+            "in_flight": in_flight,
+        }
+
+
+def _start_qp(qp: QueuePair) -> None:
+    qp.start()

@@ -1,0 +1,89 @@
+"""The packet: one RoCEv2 data packet or one control frame, a plain ``__slots__`` object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Packet kinds. Plain ints: compared on every hop.
+DATA = 0
+ACK = 1
+NACK = 2
+CNP = 3
+PAUSE = 4
+RESUME = 5
+
+KIND_NAMES = ("data", "ack", "nack", "cnp", "pause", "resume")
+
+HEADER_BYTES = 64
+CONTROL_BYTES = 64
+
+
+class Packet:
+    """A packet in flight.
+
+    ``qp`` is the sending queue pair (data) or the queue pair the control packet is about;
+    ``dst`` is the host id switches route on; ``hash`` is the flow 5-tuple hash mixed with
+    ``entropy`` (the UDP source port that ECMP hashes). ``psn`` is the data packet's PSN or,
+    for ACK/NACK, the receiver's expected PSN; ``sack_psn`` is the PSN that triggered it.
+    ``path_id``/``path_seq`` are stamped by ToR programs; ``ingress`` is set by lossless
+    switches for PFC accounting.
+    """
+
+    __slots__ = (
+        "kind",
+        "qp",
+        "src",
+        "dst",
+        "psn",
+        "sack_psn",
+        "size",
+        "payload",
+        "ecn",
+        "entropy",
+        "hash",
+        "sent_ps",
+        "retx",
+        "path_id",
+        "path_seq",
+        "ingress",
+        "hops",
+        "meta",
+    )
+
+    def __init__(
+        self,
+        kind: int,
+        qp: Any,
+        src: int,
+        dst: int,
+        psn: int,
+        size: int,
+        payload: int,
+        entropy: int,
+        hash_: int,
+        sent_ps: int,
+    ) -> None:
+        self.kind = kind
+        self.qp = qp
+        self.src = src
+        self.dst = dst
+        self.psn = psn
+        self.sack_psn = psn
+        self.size = size
+        self.payload = payload
+        self.ecn = False
+        self.entropy = entropy
+        self.hash = hash_
+        self.sent_ps = sent_ps
+        self.retx = False
+        self.path_id = -1
+        self.path_seq = -1
+        self.ingress = None
+        self.hops = 0
+        self.meta = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Packet({KIND_NAMES[self.kind]} {self.src}->{self.dst} psn={self.psn} "
+            f"size={self.size} entropy={self.entropy})"
+        )

@@ -1,0 +1,323 @@
+"""Egress ports: a FIFO queue feeding one direction of a link.
+
+Two implementations share one interface (``send`` for data, ``send_control`` for the
+strict-priority control class, counters for metrics):
+
+* :class:`Port` (lossy): the queue is FIFO and never paused, so a packet's departure time is
+  known at enqueue, ``max(now, busy_until) + size * ps_per_byte``. One event per hop (the
+  arrival at the far end) and the backlog is ``(busy_until - now) / ps_per_byte``, with no
+  dequeue event at all.
+* :class:`PfcPort` (lossless): a real queue served by "transmission done" events, because a
+  PFC PAUSE can stop it at any time. Dequeues release the ingress accounting of the switch.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from heapq import heappush
+from typing import TYPE_CHECKING, Any
+
+from spraylab.net.packet import DATA, Packet
+
+if TYPE_CHECKING:
+    from spraylab.engine.simulator import Simulator
+
+PS_PER_BIT_AT_1BPS = 1_000_000_000_000
+
+
+def ps_per_byte(rate_bps: int) -> float:
+    """Serialization time of one byte; exact (an integer) for the usual rates (400G: 20 ps)."""
+    value = 8 * PS_PER_BIT_AT_1BPS / rate_bps
+    return int(value) if value == int(value) else value
+
+
+class EcnConfig:
+    """RED marking on the instantaneous queue: probability 0 below ``kmin``, rising linearly
+    to ``pmax`` at ``kmax``, 1 above."""
+
+    __slots__ = ("kmin_bytes", "kmax_bytes", "pmax", "enabled")
+
+    def __init__(self, kmin_bytes: int, kmax_bytes: int, pmax: float, enabled: bool = True) -> None:
+        self.kmin_bytes = kmin_bytes
+        self.kmax_bytes = kmax_bytes
+        self.pmax = pmax
+        self.enabled = enabled
+
+
+class Port:
+    """Lossy FIFO egress port (see module docstring)."""
+
+    __slots__ = (
+        "sim",
+        "name",
+        "owner",
+        "peer_owner",
+        "receive_at_peer",
+        "rate_bps",
+        "ps_per_byte",
+        "delay_ps",
+        "busy_until",
+        "up",
+        "kmin",
+        "kmax",
+        "pmax",
+        "mark_slope",
+        "rng",
+        "buffer",
+        "is_uplink",
+        "reverse",
+        "paused",
+        "waiter",
+        # counters
+        "tx_bytes",
+        "tx_packets",
+        "drops",
+        "ecn_marks",
+        "max_queue_bytes",
+        "pauses_received",
+        "paused_ps",
+    )
+
+    def __init__(
+        self,
+        sim: Simulator,
+        name: str,
+        owner: Any,
+        rate_bps: int,
+        delay_ps: int,
+        ecn: EcnConfig | None,
+        rng: Any,
+    ) -> None:
+        self.sim = sim
+        self.name = name
+        self.owner = owner
+        self.peer_owner: Any = None
+        self.receive_at_peer: Callable[[Packet], None] | None = None
+        self.rate_bps = rate_bps
+        self.ps_per_byte = ps_per_byte(rate_bps)
+        self.delay_ps = delay_ps
+        self.busy_until = 0
+        self.up = True
+        if ecn is not None and ecn.enabled:
+            self.kmin = ecn.kmin_bytes
+            self.kmax = ecn.kmax_bytes
+            self.pmax = ecn.pmax
+        else:
+            self.kmin = self.kmax = 1 << 62
+            self.pmax = 0.0
+        span = self.kmax - self.kmin
+        self.mark_slope = self.pmax / span if span > 0 else 0.0
+        self.rng = rng
+        self.buffer: Any = None  # the switch's SharedBuffer, None at hosts
+        self.is_uplink = False
+        self.reverse: Port | None = None
+        self.paused = False
+        self.waiter: Callable[[Any], None] | None = None
+        self.tx_bytes = 0
+        self.tx_packets = 0
+        self.drops = 0
+        self.ecn_marks = 0
+        self.max_queue_bytes = 0
+        self.pauses_received = 0
+        self.paused_ps = 0
+
+    def connect(self, peer_owner: Any, receive: Callable[[Packet], None]) -> None:
+        self.peer_owner = peer_owner
+        self.receive_at_peer = receive
+
+    def set_rate(self, rate_bps: int) -> None:
+        self.rate_bps = rate_bps
+        self.ps_per_byte = ps_per_byte(rate_bps)
+
+    def queue_bytes(self) -> int:
+        backlog = self.busy_until - self.sim.now
+        return int(backlog / self.ps_per_byte) if backlog > 0 else 0
+
+    def _mark(self, backlog: int) -> bool:
+        if backlog >= self.kmax:
+            return True
+        return self.rng.random() < (backlog - self.kmin) * self.mark_slope
+
+    def send(self, pkt: Packet) -> None:
+        sim = self.sim
+        now = sim.now
+        busy = self.busy_until
+        if busy > now:
+            backlog = int((busy - now) / self.ps_per_byte)
+            if backlog > self.max_queue_bytes:
+                self.max_queue_bytes = backlog
+            buffer = self.buffer
+            if buffer is not None and backlog > buffer.safe_port_bytes and not buffer.admits(self, backlog, pkt.size):
+                self.drops += 1
+                sim_drop(sim, pkt)
+                return
+            if backlog > self.kmin and pkt.kind == DATA and self._mark(backlog):
+                pkt.ecn = True
+                self.ecn_marks += 1
+        else:
+            busy = now
+        if not self.up:
+            self.drops += 1
+            sim_drop(sim, pkt)
+            return
+        size = pkt.size
+        depart = busy + size * self.ps_per_byte
+        if depart.__class__ is float:
+            depart = int(depart)
+        self.busy_until = depart
+        self.tx_bytes += size
+        self.tx_packets += 1
+        heappush(sim.heap, (depart + self.delay_ps, next(sim.seq), self.receive_at_peer, pkt))
+
+    def send_control(self, pkt: Packet) -> None:
+        """Strict priority over data: a 64 B control frame leaves after its own serialization
+        (preempting the data backlog at packet granularity is ignored) and its time is
+        charged to the data queue so link capacity is conserved."""
+        sim = self.sim
+        now = sim.now
+        if not self.up:
+            self.drops += 1
+            sim_drop(sim, pkt)
+            return
+        ser = int(pkt.size * self.ps_per_byte)
+        self.busy_until = max(self.busy_until, now) + ser
+        self.tx_bytes += pkt.size
+        self.tx_packets += 1
+        heappush(sim.heap, (now + ser + self.delay_ps, next(sim.seq), self.receive_at_peer, pkt))
+
+
+class PfcPort(Port):
+    """Lossless egress port with a real queue, PFC PAUSE/RESUME and a strict-priority
+    control queue. Never drops for lack of buffer (PFC headroom is assumed sufficient)."""
+
+    __slots__ = ("data_queue", "ctrl_queue", "queued_bytes", "transmitting", "paused_since", "_tx_done_cb")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.data_queue: deque[Packet] = deque()
+        self.ctrl_queue: deque[Packet] = deque()
+        self.queued_bytes = 0
+        self.transmitting = False
+        self.paused_since = 0
+        self._tx_done_cb = self._tx_done
+
+    def queue_bytes(self) -> int:
+        return self.queued_bytes
+
+    def send(self, pkt: Packet) -> None:
+        if not self.up:
+            self.drops += 1
+            if pkt.ingress is not None:
+                pkt.ingress.release(pkt.size)
+                pkt.ingress = None
+            sim_drop(self.sim, pkt)
+            return
+        backlog = self.queued_bytes
+        if backlog > self.kmin and pkt.kind == DATA and self._mark(backlog):
+            pkt.ecn = True
+            self.ecn_marks += 1
+        self.data_queue.append(pkt)
+        backlog += pkt.size
+        self.queued_bytes = backlog
+        if backlog > self.max_queue_bytes:
+            self.max_queue_bytes = backlog
+        if not self.transmitting:
+            self._start_next()
+
+    def send_control(self, pkt: Packet) -> None:
+        if not self.up:
+            self.drops += 1
+            sim_drop(self.sim, pkt)
+            return
+        self.ctrl_queue.append(pkt)
+        if not self.transmitting:
+            self._start_next()
+
+    def _start_next(self) -> None:
+        if self.ctrl_queue:
+            pkt = self.ctrl_queue.popleft()
+        elif self.data_queue and not self.paused:
+            pkt = self.data_queue.popleft()
+            self.queued_bytes -= pkt.size
+            ingress = pkt.ingress
+            if ingress is not None:
+                pkt.ingress = None
+                ingress.release(pkt.size)
+        else:
+            self.transmitting = False
+            return
+        sim = self.sim
+        now = sim.now
+        self.transmitting = True
+        done = now + int(pkt.size * self.ps_per_byte)
+        self.busy_until = done
+        self.tx_bytes += pkt.size
+        self.tx_packets += 1
+        heap = sim.heap
+        heappush(heap, (done + self.delay_ps, next(sim.seq), self.receive_at_peer, pkt))
+        heappush(heap, (done, next(sim.seq), self._tx_done_cb, None))
+
+    def _tx_done(self, _: Any) -> None:
+        self._start_next()
+        if not self.transmitting and self.waiter is not None:
+            waiter, self.waiter = self.waiter, None
+            waiter(None)
+
+    def pause(self, _: Any = None) -> None:
+        if not self.paused:
+            self.paused = True
+            self.pauses_received += 1
+            self.paused_since = self.sim.now
+
+    def resume(self, _: Any = None) -> None:
+        if self.paused:
+            self.paused = False
+            self.paused_ps += self.sim.now - self.paused_since
+            if not self.transmitting:
+                self._start_next()
+            if not self.transmitting and self.waiter is not None:
+                waiter, self.waiter = self.waiter, None
+                waiter(None)
+
+
+class IngressCounter:
+    """PFC accounting for one ingress link of a lossless switch: bytes that arrived on it and
+    are still buffered. Above ``xoff`` it PAUSEs the upstream port, below ``xon`` RESUMEs it;
+    the frames take the link's propagation delay."""
+
+    __slots__ = ("sim", "upstream", "delay_ps", "xoff", "xon", "bytes", "pausing", "forward", "pauses_sent")
+
+    def __init__(self, sim: Simulator, upstream: Port, xoff: int, xon: int, forward: Callable[[Packet], None]) -> None:
+        self.sim = sim
+        self.upstream = upstream
+        self.delay_ps = upstream.delay_ps
+        self.xoff = xoff
+        self.xon = xon
+        self.bytes = 0
+        self.pausing = False
+        self.forward = forward
+        self.pauses_sent = 0
+
+    def receive(self, pkt: Packet) -> None:
+        if pkt.kind == DATA:
+            pkt.ingress = self
+            self.bytes += pkt.size
+            if self.bytes > self.xoff and not self.pausing:
+                self.pausing = True
+                self.pauses_sent += 1
+                self.sim.after(self.delay_ps, self.upstream.pause)
+        self.forward(pkt)
+
+    def release(self, size: int) -> None:
+        self.bytes -= size
+        if self.pausing and self.bytes <= self.xon:
+            self.pausing = False
+            self.sim.after(self.delay_ps, self.upstream.resume)
+
+
+def sim_drop(sim: Simulator, pkt: Packet) -> None:
+    """Every drop goes through here so the network's conservation counter sees it."""
+    qp = pkt.qp
+    if qp is not None:
+        qp.net.dropped_packets += 1

@@ -1,0 +1,114 @@
+"""A switch: per-destination equal-cost egress candidates, a load balancer picks one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from spraylab.net.packet import DATA, Packet
+from spraylab.net.port import sim_drop
+
+if TYPE_CHECKING:
+    from spraylab.net.port import Port
+
+# A switch-side load balancer: (switch, packet, equal-cost candidates) -> chosen port.
+Selector = Callable[["Switch", Packet, list["Port"]], "Port"]
+
+
+class SharedBuffer:
+    """A switch's shared packet buffer with a dynamic per-port threshold (Choudhury-Hahne):
+    a port may queue at most ``alpha * (capacity - used)``.
+
+    Summing every port's backlog on each packet would cost O(ports) per hop. Under dynamic
+    thresholds the buffer never fills beyond ``capacity * alpha*n / (1 + alpha*n)``, so a port
+    whose backlog stays below ``alpha * capacity / (1 + alpha*n)`` is always admitted; only
+    longer queues pay for the exact check (``safe_port_bytes``)."""
+
+    __slots__ = ("capacity_bytes", "alpha", "ports", "safe_port_bytes", "max_used_bytes")
+
+    def __init__(self, capacity_bytes: int, alpha: float) -> None:
+        self.capacity_bytes = capacity_bytes
+        self.alpha = alpha
+        self.ports: list[Port] = []
+        self.safe_port_bytes = capacity_bytes
+        self.max_used_bytes = 0
+
+    def add_port(self, port: Port) -> None:
+        self.ports.append(port)
+        n = len(self.ports)
+        self.safe_port_bytes = int(self.alpha * self.capacity_bytes / (1 + self.alpha * n))
+
+    def used_bytes(self) -> int:
+        return sum(p.queue_bytes() for p in self.ports)
+
+    def admits(self, port: Port, backlog: int, size: int) -> bool:
+        used = self.used_bytes()
+        if used > self.max_used_bytes:
+            self.max_used_bytes = used
+        return backlog + size <= self.alpha * (self.capacity_bytes - used)
+
+
+class Switch:
+    """Forwards by destination host: ``table[dst]`` lists the equal-cost egress ports.
+
+    ``select`` is the load balancer's per-packet choice (ECMP unless a scheme installs its
+    own). A ToR ``program`` (ToR-assisted spraying, flowlets) sees every packet first and
+    returns False when it consumed (held or dropped) the packet."""
+
+    __slots__ = ("sim", "name", "index", "tier", "salt", "ports", "uplinks", "table", "select", "program", "buffer", "hosts")
+
+    def __init__(self, sim: Any, name: str, index: int, tier: int, salt: int) -> None:
+        self.sim = sim
+        self.name = name
+        self.index = index
+        self.tier = tier  # 1 = ToR/leaf/edge/rail leaf, 2 = spine/agg, 3 = core, 0 = NVLink switch
+        self.salt = salt
+        self.ports: list[Port] = []
+        self.uplinks: list[Port] = []
+        self.table: list[list[Port]] = []
+        self.select: Selector = ecmp_select
+        self.program: Any = None
+        self.buffer: SharedBuffer | None = None
+        self.hosts: list[int] = []  # hosts attached directly (ToRs)
+
+    def receive(self, pkt: Packet) -> None:
+        program = self.program
+        if program is not None and not program.on_packet(self, pkt):
+            return
+        cands = self.table[pkt.dst]
+        n = len(cands)
+        if n == 1:
+            port = cands[0]
+        elif n:
+            port = self.select(self, pkt, cands)
+        else:  # destination unreachable (failed links, before or after reconvergence)
+            sim_drop(self.sim, pkt)
+            return
+        if pkt.kind == DATA:
+            port.send(pkt)
+        else:
+            port.send_control(pkt)
+
+    def forward(self, pkt: Packet) -> None:
+        """Forward without running the ToR program again (used by programs releasing packets)."""
+        cands = self.table[pkt.dst]
+        n = len(cands)
+        if n == 1:
+            port = cands[0]
+        elif n:
+            port = self.select(self, pkt, cands)
+        else:  # destination unreachable (failed links, before or after reconvergence)
+            sim_drop(self.sim, pkt)
+            return
+        if pkt.kind == DATA:
+            port.send(pkt)
+        else:
+            port.send_control(pkt)
+
+    def __repr__(self) -> str:
+        return f"Switch({self.name})"
+
+
+def ecmp_select(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
+    """ECMP: hash of the flow's 5-tuple and entropy with a per-switch salt."""
+    return cands[hash((pkt.hash, switch.salt)) % len(cands)]

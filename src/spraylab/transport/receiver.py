@@ -1,0 +1,227 @@
+"""The RoCEv2 responder (receiver side): go-back-N, selective repeat, and the ideal
+reorder-tolerant transport. Each sends ACK/NACK/CNP echoing the data packet's entropy, ECN
+mark and send timestamp, so sender-side schemes learn per-path state."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spraylab.net.packet import ACK, CNP, CONTROL_BYTES, NACK, Packet
+from spraylab.transport.params import TransportParams
+
+if TYPE_CHECKING:
+    from spraylab.net.host import Nic
+    from spraylab.transport.qp import QueuePair
+
+
+class Receiver:
+    """Common state and counters; subclasses implement ``on_data``."""
+
+    __slots__ = (
+        "qp",
+        "sim",
+        "net",
+        "nic",
+        "n_packets",
+        "epsn",
+        "received",
+        "ack_every",
+        "unacked",
+        "nack_timer_ps",
+        "nacked_epsn",
+        "nacked_ps",
+        "cnp_on_ooo",
+        "cnp_interval_ps",
+        "last_cnp_ps",
+        "cc_enabled",
+        "max_psn_seen",
+        "finish_ps",
+        "delivered_bytes",
+        "ooo_arrivals",
+        "max_reorder",
+        "discards",
+        "spurious",
+        "duplicates",
+        "nacks_sent",
+        "cnps_sent",
+        "acks_sent",
+    )
+
+    def __init__(self, qp: QueuePair, nic: Nic, params: TransportParams) -> None:
+        self.qp = qp
+        self.sim = qp.sim
+        self.net = qp.net
+        self.nic = nic
+        self.n_packets = qp.n_packets
+        self.epsn = 0
+        self.received = bytearray(qp.n_packets)
+        self.ack_every = params.ack_every
+        self.unacked = 0
+        self.nack_timer_ps = params.nack_timer_ps
+        self.nacked_epsn = -1
+        self.nacked_ps = 0
+        self.cnp_on_ooo = params.cnp_on_out_of_order and params.cc == "dcqcn"
+        self.cnp_interval_ps = params.dcqcn.cnp_interval_ps
+        self.last_cnp_ps = -(1 << 62)
+        self.cc_enabled = params.cc == "dcqcn"
+        self.max_psn_seen = -1
+        self.finish_ps = -1
+        self.delivered_bytes = 0
+        self.ooo_arrivals = 0
+        self.max_reorder = 0
+        self.discards = 0
+        self.spurious = 0
+        self.duplicates = 0
+        self.nacks_sent = 0
+        self.cnps_sent = 0
+        self.acks_sent = 0
+
+    # --- helpers shared by the recovery modes -----------------------------------------
+    def _reply(self, kind: int, data: Packet) -> None:
+        qp = self.qp
+        pkt = Packet(kind, qp, qp.dst, qp.src, self.epsn, CONTROL_BYTES, 0, data.entropy, data.hash, data.sent_ps)
+        pkt.sack_psn = data.psn
+        pkt.ecn = data.ecn
+        pkt.path_id = data.path_id
+        self.net.injected_packets += 1
+        self.nic.port.send_control(pkt)
+
+    def _observe(self, pkt: Packet) -> None:
+        """Reorder degree and ECN-triggered CNPs, common to every mode."""
+        psn = pkt.psn
+        if psn > self.max_psn_seen:
+            self.max_psn_seen = psn
+        elif not pkt.retx:
+            degree = self.max_psn_seen - psn
+            if degree > self.max_reorder:
+                self.max_reorder = degree
+        if pkt.ecn and self.cc_enabled:
+            self._maybe_cnp(pkt)
+
+    def _maybe_cnp(self, pkt: Packet) -> None:
+        now = self.sim.now
+        if now - self.last_cnp_ps >= self.cnp_interval_ps:
+            self.last_cnp_ps = now
+            self.cnps_sent += 1
+            self._reply(CNP, pkt)
+
+    def _maybe_nack(self, pkt: Packet) -> None:
+        now = self.sim.now
+        if self.nacked_epsn != self.epsn or now - self.nacked_ps >= self.nack_timer_ps:
+            self.nacked_epsn = self.epsn
+            self.nacked_ps = now
+            self.nacks_sent += 1
+            self._reply(NACK, pkt)
+
+    def _accepted(self, pkt: Packet) -> None:
+        """Advance ePSN over everything received, ACK per coalescing, detect completion."""
+        received = self.received
+        epsn = self.epsn
+        n = self.n_packets
+        while epsn < n and received[epsn]:
+            epsn += 1
+        self.epsn = epsn
+        self.unacked += 1
+        if self.unacked >= self.ack_every or epsn == n:
+            self.unacked = 0
+            self.acks_sent += 1
+            self._reply(ACK, pkt)
+        if epsn == n and self.finish_ps < 0:
+            self.finish_ps = self.sim.now
+            self.net.on_flow_received(self.qp)
+
+    def _duplicate(self, pkt: Packet) -> None:
+        self.duplicates += 1
+        if pkt.retx:
+            self.spurious += 1
+        self.acks_sent += 1
+        self._reply(ACK, pkt)
+
+    def on_data(self, pkt: Packet) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class GoBackNReceiver(Receiver):
+    """ConnectX default: accept only PSN == ePSN; discard anything ahead and NACK(ePSN)."""
+
+    __slots__ = ()
+
+    def on_data(self, pkt: Packet) -> None:
+        self._observe(pkt)
+        psn = pkt.psn
+        epsn = self.epsn
+        if psn == epsn:
+            self.received[psn] = 1
+            self.delivered_bytes += pkt.payload
+            self._accepted(pkt)
+        elif psn > epsn:
+            self.ooo_arrivals += 1
+            self.discards += 1
+            self._maybe_nack(pkt)
+            if self.cnp_on_ooo:
+                self._maybe_cnp(pkt)
+        else:
+            self._duplicate(pkt)
+
+
+class SelectiveRepeatReceiver(Receiver):
+    """OOO placement into a W-packet bitmap; the first OOO arrival of a gap NACKs ePSN."""
+
+    __slots__ = ("bitmap",)
+
+    def __init__(self, qp: QueuePair, nic: Nic, params: TransportParams) -> None:
+        super().__init__(qp, nic, params)
+        self.bitmap = params.ooo_bitmap_packets
+
+    def on_data(self, pkt: Packet) -> None:
+        self._observe(pkt)
+        psn = pkt.psn
+        epsn = self.epsn
+        if psn == epsn:
+            self.received[psn] = 1
+            self.delivered_bytes += pkt.payload
+            self._accepted(pkt)
+        elif psn > epsn:
+            if psn >= epsn + self.bitmap:
+                self.discards += 1
+                return
+            if self.received[psn]:
+                self._duplicate(pkt)
+                return
+            self.received[psn] = 1
+            self.delivered_bytes += pkt.payload
+            self.ooo_arrivals += 1
+            self._maybe_nack(pkt)
+            if self.cnp_on_ooo:
+                self._maybe_cnp(pkt)
+        else:
+            self._duplicate(pkt)
+
+
+class IdealReceiver(Receiver):
+    """Reorder-tolerant reference: accepts any PSN, SACKs each packet, never NACKs."""
+
+    __slots__ = ()
+
+    def on_data(self, pkt: Packet) -> None:
+        self._observe(pkt)
+        psn = pkt.psn
+        if self.received[psn]:
+            self._duplicate(pkt)
+            return
+        self.received[psn] = 1
+        self.delivered_bytes += pkt.payload
+        if psn != self.epsn:
+            self.ooo_arrivals += 1
+            # SACK at once so the sender learns of this PSN even while ePSN is stuck.
+            self.acks_sent += 1
+            self._reply(ACK, pkt)
+            return
+        self._accepted(pkt)
+
+
+RECEIVERS: dict[str, type[Receiver]] = {
+    "gbn": GoBackNReceiver,
+    "sr": SelectiveRepeatReceiver,
+    "ideal": IdealReceiver,
+}

@@ -1,0 +1,157 @@
+"""Collectives as DAGs of point-to-point messages (:class:`FlowSpec`), plus NCCL bandwidth conventions.
+
+Ring collectives: ranks are ``gpus[0..n-1]`` in ring order, rank r sends to rank r + 1 (mod n). Step
+s of rank r sends buffer part (r - s) mod n and depends on the message rank r received at step s - 1
+(the one its predecessor sent). Flow ids are ``first_flow_id + step * n + rank``.
+
+Size convention (as nccl-tests): ``size_bytes`` is the whole buffer: the all-reduce buffer, the
+all-gather *output* buffer and the reduce-scatter *input* buffer, so every ring message carries
+``size_bytes / n`` (parts differ by at most one byte when n does not divide the size).
+
+``start_ps`` delays the first messages; ``after`` lists flow ids the first messages wait for (to chain
+a collective after another, e.g. combine after dispatch with ``start_ps`` = expert compute time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from spraylab.workload.flows import FlowSpec
+
+PS_PER_S = 10**12
+_BUS_FACTOR_KINDS = ("allreduce", "allgather", "reducescatter", "alltoall")
+
+
+def ring_allreduce(
+    gpus: Sequence[int],
+    size_bytes: int,
+    first_flow_id: int = 0,
+    group: str = "allreduce",
+    start_ps: int = 0,
+    after: Sequence[int] = (),
+) -> list[FlowSpec]:
+    """Ring all-reduce: reduce-scatter then all-gather, 2(n-1) steps of n messages of size/n."""
+    return _ring(gpus, size_bytes, 2 * (len(gpus) - 1), first_flow_id, group, start_ps, after)
+
+
+def all_gather(
+    gpus: Sequence[int],
+    size_bytes: int,
+    first_flow_id: int = 0,
+    group: str = "allgather",
+    start_ps: int = 0,
+    after: Sequence[int] = (),
+) -> list[FlowSpec]:
+    """Ring all-gather of a ``size_bytes`` output buffer: n-1 steps of n messages of size/n."""
+    return _ring(gpus, size_bytes, len(gpus) - 1, first_flow_id, group, start_ps, after)
+
+
+def reduce_scatter(
+    gpus: Sequence[int],
+    size_bytes: int,
+    first_flow_id: int = 0,
+    group: str = "reducescatter",
+    start_ps: int = 0,
+    after: Sequence[int] = (),
+) -> list[FlowSpec]:
+    """Ring reduce-scatter of a ``size_bytes`` input buffer: n-1 steps of n messages of size/n."""
+    return _ring(gpus, size_bytes, len(gpus) - 1, first_flow_id, group, start_ps, after)
+
+
+def all_to_all_collective(
+    gpus: Sequence[int],
+    bytes_per_pair: int | np.ndarray,
+    first_flow_id: int = 0,
+    group: str = "alltoall",
+    start_ps: int = 0,
+    after: Sequence[int] = (),
+) -> list[FlowSpec]:
+    """One message per ordered pair, all at once (no ordering among them).
+
+    ``bytes_per_pair`` is one size for every pair or an n x n matrix indexed by position in ``gpus``
+    (e.g. a MoE dispatch matrix); zero entries and the diagonal (local copies) make no message.
+    """
+    n = _check_gpus(gpus, minimum=2)
+    if np.isscalar(bytes_per_pair):
+        sizes = np.full((n, n), bytes_per_pair, dtype=np.int64)
+    else:
+        sizes = np.asarray(bytes_per_pair)
+    if sizes.shape != (n, n):
+        raise ValueError(f"bytes_per_pair matrix must be {n} x {n} (row = sender), got shape {sizes.shape}")
+    if sizes.min() < 0:
+        raise ValueError(f"bytes_per_pair must be >= 0, found {sizes.min()}")
+    flows: list[FlowSpec] = []
+    deps = tuple(after)
+    for i in range(n):
+        for j in range(n):
+            if i != j and sizes[i, j] > 0:
+                fid = first_flow_id + len(flows)
+                flows.append(FlowSpec(fid, gpus[i], gpus[j], int(sizes[i, j]), start_ps, deps, group))
+    return flows
+
+
+def algbw_bps(size_bytes: int, time_ps: int) -> float:
+    """NCCL algorithm bandwidth: buffer size over completion time, in bits/s."""
+    if time_ps <= 0:
+        raise ValueError(f"time_ps must be > 0, got {time_ps}")
+    return size_bytes * 8 * PS_PER_S / time_ps
+
+
+def busbw_bps(kind: str, size_bytes: int, n: int, time_ps: int) -> float:
+    """NCCL bus bandwidth: algbw x 2(n-1)/n for all-reduce, x (n-1)/n for the other collectives.
+
+    ``kind`` is allreduce, allgather, reducescatter or alltoall ("_" and "-" are ignored).
+    """
+    key = kind.lower().replace("_", "").replace("-", "")
+    if key not in _BUS_FACTOR_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(_BUS_FACTOR_KINDS)}; got {kind!r}")
+    if n <= 0:
+        raise ValueError(f"n (ranks) must be > 0, got {n}")
+    factor = 2 * (n - 1) / n if key == "allreduce" else (n - 1) / n
+    return algbw_bps(size_bytes, time_ps) * factor
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def _ring(
+    gpus: Sequence[int],
+    size_bytes: int,
+    n_steps: int,
+    first_flow_id: int,
+    group: str,
+    start_ps: int,
+    after: Sequence[int],
+) -> list[FlowSpec]:
+    """``n_steps`` ring steps; step s of rank r waits for step s-1 of rank r-1 (what r received)."""
+    n = _check_gpus(gpus, minimum=2)
+    if size_bytes < n:
+        raise ValueError(f"size_bytes must be >= the {n} ranks (each message >= 1 byte), got {size_bytes}")
+    parts = _split(size_bytes, n)
+    flows: list[FlowSpec] = []
+    for step in range(n_steps):
+        for rank in range(n):
+            fid = first_flow_id + step * n + rank
+            if step == 0:
+                deps, start = tuple(after), start_ps
+            else:
+                deps, start = (first_flow_id + (step - 1) * n + (rank - 1) % n,), 0
+            dst = gpus[(rank + 1) % n]
+            flows.append(FlowSpec(fid, gpus[rank], dst, parts[(rank - step) % n], start, deps, group))
+    return flows
+
+
+def _split(size_bytes: int, n: int) -> list[int]:
+    """n near-equal parts of size_bytes (the first size % n parts one byte larger)."""
+    base, extra = divmod(size_bytes, n)
+    return [base + (1 if i < extra else 0) for i in range(n)]
+
+
+def _check_gpus(gpus: Sequence[int], minimum: int) -> int:
+    if len(gpus) < minimum:
+        raise ValueError(f"gpus must list at least {minimum} GPUs, got {len(gpus)}")
+    if len(set(gpus)) != len(gpus):
+        raise ValueError(f"gpus must be distinct, got {list(gpus)}")
+    return len(gpus)
