@@ -90,4 +90,13 @@ def make_lb(name: str, params: dict[str, Any] | None = None) -> LoadBalancer:
 
 
 def load_builtin_schemes() -> None:
-    from spraylab.lb import ecmp, rps  # noqa: F401  (registers on import)
+    """Import every module of ``spraylab.lb`` once: each registers its scheme on import, so
+    adding a scheme is adding a file."""
+    import importlib
+    import pkgutil
+
+    import spraylab.lb as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name != "base":
+            importlib.import_module(f"spraylab.lb.{module.name}")
