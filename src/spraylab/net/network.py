@@ -65,6 +65,7 @@ class Network:
         self.dropped_packets = 0
         self.flows_received = 0
         self.senders_done = 0
+        self.stop_when_done = True
         self._dependents: dict[int, list[QueuePair]] = {}
         self._pending_deps: dict[int, int] = {}
         self._build()
@@ -240,7 +241,7 @@ class Network:
 
     def _check_done(self) -> None:
         n = len(self.qps)
-        if self.flows_received == n and self.senders_done == n:
+        if self.flows_received == n and self.senders_done == n and self.stop_when_done:
             raise StopSimulation("done")
 
     @property

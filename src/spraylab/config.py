@@ -1,0 +1,496 @@
+"""Scenarios: validated, unit-aware descriptions of one simulation run.
+
+A scenario has the sections ``topology``, ``switch``, ``transport``, ``lb``, ``workload``,
+``run`` and ``output``. Values take units (``"400Gbps"``, ``"2MB"``, ``"1us"``). Validation
+rejects unknown keys and impossible values; :func:`format_errors` turns pydantic's report into
+one line per problem naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal, Union
+
+import tomllib
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from spraylab.units import parse_bytes, parse_rate_bps, parse_time_ps
+
+RateBps = Annotated[int, BeforeValidator(parse_rate_bps), Field(gt=0)]
+Bytes = Annotated[int, BeforeValidator(parse_bytes), Field(ge=0)]
+PositiveBytes = Annotated[int, BeforeValidator(parse_bytes), Field(gt=0)]
+TimePs = Annotated[int, BeforeValidator(parse_time_ps), Field(ge=0)]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --- topology ------------------------------------------------------------------------
+
+
+class LinkEvent(Section):
+    """A link failure or rate change at a given time (both directions)."""
+
+    at: TimePs = 0
+    link: tuple[str, str]
+    action: Literal["down", "degrade"]
+    rate_fraction: float = Field(default=1.0, gt=0, le=1)
+    convergence: TimePs = 0
+
+
+class LeafSpineTopology(Section):
+    kind: Literal["leaf_spine"] = "leaf_spine"
+    leaves: int = Field(default=8, ge=1)
+    spines: int = Field(default=8, ge=1)
+    hosts_per_leaf: int | None = Field(default=None, ge=1)
+    hosts: int | None = Field(default=None, ge=2)
+    host_rate: RateBps = 400_000_000_000
+    uplink_rate: RateBps | None = None
+    links_per_spine: int = Field(default=1, ge=1)
+    link_delay: TimePs = 1_000_000
+    events: list[LinkEvent] = []
+
+    @model_validator(mode="after")
+    def _hosts(self) -> LeafSpineTopology:
+        if self.hosts is not None:
+            if self.hosts % self.leaves:
+                raise ValueError(
+                    f"topology.hosts = {self.hosts}: must be divisible by topology.leaves = {self.leaves}"
+                )
+            if self.hosts_per_leaf is not None and self.hosts_per_leaf * self.leaves != self.hosts:
+                raise ValueError(
+                    f"topology.hosts = {self.hosts}: contradicts hosts_per_leaf x leaves = "
+                    f"{self.hosts_per_leaf * self.leaves}; give only one of them"
+                )
+        return self
+
+    @property
+    def n_hosts_per_leaf(self) -> int:
+        if self.hosts_per_leaf is not None:
+            return self.hosts_per_leaf
+        return self.hosts // self.leaves if self.hosts is not None else 8
+
+
+class FatTreeTopology(Section):
+    kind: Literal["fat_tree"]
+    k: int = Field(default=8, ge=2)
+    rate: RateBps = 100_000_000_000
+    link_delay: TimePs = 1_000_000
+    events: list[LinkEvent] = []
+
+    @field_validator("k")
+    @classmethod
+    def _even(cls, k: int) -> int:
+        if k % 2:
+            raise ValueError(f"topology.k = {k}: a fat-tree needs an even k")
+        return k
+
+
+class RailTopology(Section):
+    kind: Literal["rail"]
+    servers: int = Field(default=8, ge=2)
+    gpus_per_server: int = Field(default=8, ge=1)
+    spines: int = Field(default=8, ge=1)
+    nic_rate: RateBps = 400_000_000_000
+    spine_rate: RateBps | None = None
+    nvlink_rate: RateBps = 3_600_000_000_000
+    link_delay: TimePs = 1_000_000
+    nvlink_delay: TimePs = 250_000
+    events: list[LinkEvent] = []
+
+
+Topology = Annotated[
+    Union[LeafSpineTopology, FatTreeTopology, RailTopology],  # noqa: UP007
+    Field(discriminator="kind"),
+]
+
+
+def _default_topology_kind(value: Any) -> Any:
+    if isinstance(value, dict) and "kind" not in value:
+        return {**value, "kind": "leaf_spine"}
+    return value
+
+
+# --- switch, transport ------------------------------------------------------------------
+
+
+class SwitchSection(Section):
+    buffer: PositiveBytes = 64_000_000
+    dt_alpha: float = Field(default=1.0, gt=0)
+    lossless: bool = False
+    pfc_xoff: Bytes = 0
+    pfc_xon: Bytes = 0
+    ecn: bool = True
+    ecn_kmin_per_100g: PositiveBytes = 100_000
+    ecn_kmax_per_100g: PositiveBytes = 400_000
+    ecn_pmax: float = Field(default=0.2, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> SwitchSection:
+        if self.ecn_kmin_per_100g > self.ecn_kmax_per_100g:
+            raise ValueError(
+                f"switch.ecn_kmin_per_100g = {self.ecn_kmin_per_100g}: must not exceed "
+                f"ecn_kmax_per_100g = {self.ecn_kmax_per_100g}"
+            )
+        if self.pfc_xon and self.pfc_xoff and self.pfc_xon > self.pfc_xoff:
+            raise ValueError(f"switch.pfc_xon = {self.pfc_xon}: must not exceed pfc_xoff = {self.pfc_xoff}")
+        return self
+
+
+class DcqcnSection(Section):
+    g: float = Field(default=1 / 256, gt=0, le=1)
+    alpha_timer: TimePs = 55_000_000
+    increase_timer: TimePs = 300_000_000
+    byte_counter: PositiveBytes = 10_000_000
+    fast_recovery_rounds: int = Field(default=5, ge=0)
+    rate_ai_per_100g: RateBps = 40_000_000
+    rate_hai_per_100g: RateBps = 200_000_000
+    min_rate: RateBps = 100_000_000
+    cnp_interval: TimePs = 50_000_000
+
+
+class TransportSection(Section):
+    cc: Literal["dcqcn", "none"] = "dcqcn"
+    recovery: Literal["gbn", "sr", "ideal"] = "gbn"
+    mtu: PositiveBytes = 4096
+    ooo_bitmap: int = Field(default=128, ge=1)
+    cnp_on_ooo: bool | None = None
+    nack_timer: TimePs = 4_000_000
+    rto: Annotated[int, BeforeValidator(parse_time_ps), Field(gt=0)] = 1_000_000_000
+    ack_every: int = Field(default=1, ge=1)
+    window: Bytes = 0
+    dcqcn: DcqcnSection = DcqcnSection()
+
+
+# --- load balancer ------------------------------------------------------------------------
+
+
+class LbSection(BaseModel):
+    """``scheme`` names a registered scheme; every other key is one of its parameters,
+    validated by the scheme's own parameter model when the run is built."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    scheme: str = "ecmp"
+
+    @field_validator("scheme")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        from spraylab.lb.base import REGISTRY, load_builtin_schemes
+
+        load_builtin_schemes()
+        if name not in REGISTRY:
+            raise ValueError(f"unknown scheme; allowed: {', '.join(sorted(REGISTRY))}")
+        return name
+
+    @model_validator(mode="after")
+    def _params(self) -> LbSection:
+        from spraylab.lb.base import REGISTRY, load_builtin_schemes
+
+        load_builtin_schemes()
+        params_model = REGISTRY[self.scheme].Params
+        try:
+            params_model(**self.params)
+        except ValidationError as exc:
+            problems = []
+            for error in exc.errors():
+                key = ".".join(str(p) for p in error["loc"])
+                msg = str(error["msg"]).removeprefix("Value error, ")
+                if error["type"] == "extra_forbidden":
+                    allowed = ", ".join(params_model.model_fields) or "none"
+                    msg = f"unknown parameter of scheme {self.scheme!r}; allowed: {allowed}"
+                problems.append(f"lb.{key} = {error.get('input')!r}: {msg}")
+            raise ValueError("; ".join(problems)) from None
+        return self
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+# --- workload ---------------------------------------------------------------------------
+
+
+class PermutationWorkload(Section):
+    kind: Literal["permutation"]
+    size: PositiveBytes = 2_000_000
+    start: TimePs = 0
+    cross_tor: bool = True  # never pair two hosts of the same ToR when avoidable
+
+
+class IncastWorkload(Section):
+    kind: Literal["incast"]
+    size: PositiveBytes = 2_000_000
+    start: TimePs = 0
+    senders: int = Field(default=16, ge=1)
+    receiver: int = Field(default=0, ge=0)
+
+
+class AllToAllWorkload(Section):
+    kind: Literal["all_to_all"]
+    size: PositiveBytes = 1_000_000
+    start: TimePs = 0
+    hosts: int = Field(default=0, ge=0)  # 0 = every host
+
+
+class RandomPairsWorkload(Section):
+    kind: Literal["random_pairs"]
+    size: PositiveBytes = 1_000_000
+    start: TimePs = 0
+    flows: int = Field(default=64, ge=1)
+
+
+class CdfWorkload(Section):
+    kind: Literal["cdf"]
+    cdf: str = "websearch"
+    load: float = Field(default=0.5, gt=0, le=1)
+    duration: Annotated[int, BeforeValidator(parse_time_ps), Field(gt=0)] = 1_000_000_000
+    start: TimePs = 0
+
+    @field_validator("cdf")
+    @classmethod
+    def _known_cdf(cls, name: str) -> str:
+        from spraylab.workload.cdf import FlowSizeCdf
+
+        if name.lower() not in FlowSizeCdf.names():
+            raise ValueError(f"unknown flow-size distribution; allowed: {', '.join(FlowSizeCdf.names())}")
+        return name.lower()
+
+
+class CollectiveWorkload(Section):
+    kind: Literal["collective"]
+    collective: Literal["allreduce", "allgather", "reducescatter", "alltoall"] = "allreduce"
+    size: PositiveBytes = 8_000_000
+    hosts: int = Field(default=0, ge=0)  # 0 = every host
+    start: TimePs = 0
+
+
+Workload = Annotated[
+    Union[  # noqa: UP007
+        PermutationWorkload,
+        IncastWorkload,
+        AllToAllWorkload,
+        RandomPairsWorkload,
+        CdfWorkload,
+        CollectiveWorkload,
+    ],
+    Field(discriminator="kind"),
+]
+
+
+# --- run, output ------------------------------------------------------------------------
+
+
+class RunSection(Section):
+    seed: int = 1
+    time_limit: Annotated[int, BeforeValidator(parse_time_ps), Field(gt=0)] = 100_000_000_000
+    max_events: int = Field(default=0, ge=0)  # 0 = no budget
+    max_wall_s: float = Field(default=0, ge=0)  # 0 = no budget
+    stop: Literal["workload", "time"] = "workload"
+    progress: bool = True
+
+
+class OutputSection(Section):
+    name: str = ""
+    dir: str = ""
+
+
+class Scenario(Section):
+    """One simulation run, fully described. Build from a TOML file with :meth:`load`, from a
+    dict with :meth:`from_dict`, or directly from the section models."""
+
+    topology: Annotated[Topology, BeforeValidator(_default_topology_kind)] = LeafSpineTopology()
+    switch: SwitchSection = SwitchSection()
+    transport: TransportSection = TransportSection()
+    lb: LbSection = Field(default_factory=LbSection)
+    workload: list[Workload]
+    run: RunSection = RunSection()
+    output: OutputSection = OutputSection()
+
+    @field_validator("workload", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _fits_fabric(self) -> Scenario:
+        n = n_hosts(self.topology)
+        for i, w in enumerate(self.workload):
+            where = f"workload[{i}]" if len(self.workload) > 1 else "workload"
+            if isinstance(w, IncastWorkload):
+                if w.receiver >= n:
+                    raise ValueError(f"{where}.receiver = {w.receiver}: must be a host id below {n}")
+                if w.senders > n - 1:
+                    raise ValueError(f"{where}.senders = {w.senders}: at most {n - 1} on a {n}-host fabric")
+            if isinstance(w, (AllToAllWorkload, CollectiveWorkload)) and w.hosts > n:
+                raise ValueError(f"{where}.hosts = {w.hosts}: at most {n} on this fabric")
+        return self
+
+    # --- construction helpers -----------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Scenario:
+        return cls.model_validate(data)
+
+    @classmethod
+    def load(cls, path: str | Path) -> Scenario:
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ScenarioError([f"{path}: cannot read scenario file ({exc.strerror})"]) from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError([f"{path}: not valid TOML: {exc}"]) from None
+        return validate(data, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+    def with_overrides(self, overrides: dict[str, Any]) -> Scenario:
+        """A copy with dotted keys replaced, e.g. ``{"lb.scheme": "rps", "run.seed": 2}``."""
+        data = self.to_dict()
+        for key, value in overrides.items():
+            set_dotted(data, key, value)
+        return validate(data)
+
+    @property
+    def name(self) -> str:
+        return self.output.name or f"{self.topology.kind}-{self.workload[0].kind}-{self.lb.scheme}"
+
+
+def n_hosts(topology: LeafSpineTopology | FatTreeTopology | RailTopology) -> int:
+    if isinstance(topology, LeafSpineTopology):
+        return topology.leaves * topology.n_hosts_per_leaf
+    if isinstance(topology, FatTreeTopology):
+        return topology.k**3 // 4
+    return topology.servers * topology.gpus_per_server
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; ``lines`` holds one message per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = data
+    for part in parts[:-1]:
+        if isinstance(node, list):
+            node = node[int(part)] if part.isdigit() else node[0]
+            continue
+        node = node.setdefault(part, {})
+    if isinstance(node, list):
+        for item in node:
+            item[parts[-1]] = value
+    else:
+        node[parts[-1]] = value
+
+
+def validate(data: dict[str, Any], source: str = "") -> Scenario:
+    """Validate a scenario dict; raise :class:`ScenarioError` with one line per problem."""
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        prefix = f"{source}: " if source else ""
+        raise ScenarioError([prefix + line for line in format_errors(exc, data)]) from None
+
+
+_TAGS = {
+    "leaf_spine",
+    "fat_tree",
+    "rail",
+    "permutation",
+    "incast",
+    "all_to_all",
+    "random_pairs",
+    "cdf",
+    "collective",
+}
+
+
+def _loc(error: dict[str, Any], data: dict[str, Any]) -> tuple[str, Any]:
+    """Dotted key without pydantic's union-tag components, and the offending input value."""
+    parts: list[str] = []
+    node: Any = data
+    for item in error["loc"]:
+        if isinstance(item, str) and item in _TAGS and not (isinstance(node, dict) and item in node):
+            continue
+        if isinstance(item, int):
+            if parts and isinstance(node, list):
+                parts[-1] = f"{parts[-1]}[{item}]"
+            elif parts and isinstance(node, dict):
+                continue  # a single table given for a list: no index to show
+        else:
+            parts.append(item)
+        if isinstance(node, dict) and item in node or isinstance(node, list) and isinstance(item, int) and item < len(node):
+            node = node[item]
+        else:
+            node = None
+    return ".".join(parts), error.get("input")
+
+
+def _allowed_keys(raw_loc: tuple[Any, ...]) -> str:
+    """The keys the section holding an unknown key accepts."""
+    tagged = {
+        "leaf_spine": LeafSpineTopology,
+        "fat_tree": FatTreeTopology,
+        "rail": RailTopology,
+        "permutation": PermutationWorkload,
+        "incast": IncastWorkload,
+        "all_to_all": AllToAllWorkload,
+        "random_pairs": RandomPairsWorkload,
+        "cdf": CdfWorkload,
+        "collective": CollectiveWorkload,
+    }
+    model: Any = Scenario
+    for item in raw_loc[:-1]:
+        if isinstance(item, int):
+            continue
+        if item in tagged:
+            model = tagged[item]
+            continue
+        field = model.model_fields.get(item)
+        if field is None:
+            return ""
+        annotation = field.annotation
+        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            model = annotation
+    return ", ".join(model.model_fields)
+
+
+def format_errors(exc: ValidationError, data: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for error in exc.errors():
+        key, value = _loc(error, data)
+        kind = error["type"]
+        msg = str(error.get("msg", "")).removeprefix("Value error, ")
+        if kind == "extra_forbidden":
+            allowed = _allowed_keys(tuple(error["loc"]))
+            lines.append(f"{key} = {value!r}: unknown key" + (f"; allowed keys: {allowed}" if allowed else ""))
+        elif kind == "missing":
+            lines.append(f"{key}: missing; this section or key is required")
+        elif kind == "union_tag_invalid":
+            expected = error.get("ctx", {}).get("expected_tags", "")
+            lines.append(f"{key}.kind = {error['input'].get('kind') if isinstance(error['input'], dict) else error['input']!r}: unknown kind; allowed: {expected}")
+        elif kind == "union_tag_not_found":
+            lines.append(f"{key}: missing 'kind'; allowed: {error.get('ctx', {}).get('expected_tags', '')}")
+        elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0] + ".")):
+            lines.append(msg)
+        else:
+            lines.append(f"{key} = {value!r}: {msg}" if key else msg)
+    return lines

@@ -1,0 +1,58 @@
+"""Oblivious spraying at the sender: every flow draws ``paths`` distinct random entropies
+when it starts and cycles over them, one per packet (retransmissions included). Switches
+run plain ECMP on the entropy, so the share of a flow's packets on each path is the share of
+its entropies that hash onto it: oblivious, not necessarily even."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from spraylab.lb.base import LbParams, LoadBalancer, register
+
+if TYPE_CHECKING:
+    from spraylab.net.network import Network
+    from spraylab.transport.qp import QueuePair
+
+
+class SprayRrParams(LbParams):
+    paths: int = Field(default=16, ge=1, le=1 << 16, description="entropies per flow, used round-robin")
+
+
+class _SprayState:
+    __slots__ = ("entropies", "n", "i")
+
+    def __init__(self, entropies: list[int]) -> None:
+        self.entropies = entropies
+        self.n = len(entropies)
+        self.i = 0
+
+
+@register
+class SprayRoundRobin(LoadBalancer):
+    name = "spray_rr"
+    where = "sender"
+    summary = "the sender cycles each packet's entropy over `paths` random values per flow"
+    Params = SprayRrParams
+
+    def setup(self, net: Network) -> None:
+        super().setup(net)
+        self.rng = net.sim.derive_rng(0x5B2A7)
+
+    def init_qp(self, qp: QueuePair) -> None:
+        qp.lb = self
+
+    def on_flow_start(self, qp: QueuePair) -> None:
+        paths: int = self.params.paths  # type: ignore[attr-defined]
+        entropies = self.rng.sample(range(1 << 16), paths)
+        qp.lb_state = _SprayState(entropies)
+
+    def entropy(self, qp: QueuePair, psn: int) -> int:
+        state = qp.lb_state
+        i = state.i
+        state.i = i + 1 if i + 1 < state.n else 0
+        return state.entropies[i]
+
+    def stats(self) -> dict[str, Any]:
+        return {"spray_rr_paths": self.params.paths}  # type: ignore[attr-defined]

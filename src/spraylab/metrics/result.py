@@ -1,0 +1,112 @@
+"""The outcome of one run: per-flow, per-link and per-group tables plus a summary.
+
+Saved as Parquet tables and JSON (scenario, summary) in one directory, written atomically:
+everything goes to a temporary sibling directory that is renamed into place, so a reader
+never sees a half-written result.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+RESULT_FILES = ("flows.parquet", "links.parquet", "groups.parquet", "summary.json", "scenario.json")
+
+# Flow-size buckets for slowdown by size (bytes, upper bound inclusive).
+SIZE_BUCKETS: tuple[tuple[str, float], ...] = (
+    ("<=10KB", 10_000),
+    ("10KB-100KB", 100_000),
+    ("100KB-1MB", 1_000_000),
+    ("1MB-10MB", 10_000_000),
+    (">10MB", math.inf),
+)
+
+
+@dataclass
+class Result:
+    scenario: dict[str, Any]
+    summary: dict[str, Any]
+    flows: pd.DataFrame
+    links: pd.DataFrame
+    groups: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write the result to ``directory`` atomically (replacing an older result there)."""
+        target = Path(directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        try:
+            self.flows.to_parquet(tmp / "flows.parquet", index=False)
+            self.links.to_parquet(tmp / "links.parquet", index=False)
+            self.groups.to_parquet(tmp / "groups.parquet", index=False)
+            _write_json(tmp / "summary.json", self.summary)
+            _write_json(tmp / "scenario.json", self.scenario)
+            if target.exists():
+                old = target.with_name(f".{target.name}.old-{os.getpid()}")
+                os.replace(target, old)
+                os.replace(tmp, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return target
+
+    @classmethod
+    def load(cls, directory: str | Path) -> Result:
+        d = Path(directory)
+        missing = [name for name in RESULT_FILES if not (d / name).is_file()]
+        if missing:
+            raise FileNotFoundError(f"{d}: not a complete spraylab result (missing {', '.join(missing)})")
+        return cls(
+            scenario=json.loads((d / "scenario.json").read_text()),
+            summary=json.loads((d / "summary.json").read_text()),
+            flows=pd.read_parquet(d / "flows.parquet"),
+            links=pd.read_parquet(d / "links.parquet"),
+            groups=pd.read_parquet(d / "groups.parquet"),
+        )
+
+    def __repr__(self) -> str:
+        s = self.summary
+        return (
+            f"Result({s.get('scheme')}: {s.get('flows_completed')}/{s.get('flows')} flows, "
+            f"stop={s.get('stop_reason')}, mean slowdown={s.get('slowdown_mean')})"
+        )
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(_jsonable(data), indent=2, sort_keys=True) + "\n")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return value
+
+
+def percentile(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if len(values) else None
+
+
+def size_bucket(size_bytes: int) -> str:
+    for name, upper in SIZE_BUCKETS:
+        if size_bytes <= upper:
+            return name
+    return SIZE_BUCKETS[-1][0]
