@@ -105,6 +105,9 @@ class Simulation:
 
     def run(self, progress: ProgressFn | None = None) -> str:
         r = self.scenario.run
+        bind = getattr(progress, "bind", None)
+        if bind is not None:
+            bind(self.net)
         self.sim.set_progress(progress)
         start = time.perf_counter()
         reason = self.sim.run(

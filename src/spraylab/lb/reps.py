@@ -1,0 +1,133 @@
+"""REPS, recycled entropy packet spraying (Bonato et al., 2024), at the sender.
+
+Per queue pair:
+
+* a FIFO (capacity ``buffer``, default 8) of entropies whose ACK came back **without** ECN:
+  each clean ACK appends its echoed entropy (when full, the oldest is overwritten);
+* each packet (retransmissions too) takes the oldest recycled entropy if any, else a fresh
+  random 16-bit one (so a flow explores while its first window of ACKs is in flight);
+* an ECN-marked ACK's entropy is not recycled; it is also struck from the FIFO and from the
+  known-good list below, so the newest feedback about an entropy wins;
+* NACKs (go-back-N / selective repeat) echo the entropy of a packet that *did* cross the
+  network, so a NACK without ECN recycles its entropy like an ACK (CNPs never reach the
+  scheme: the engine gives them to congestion control only);
+* on a retransmission timeout the QP freezes for ``freeze_us``: no fresh entropies; packets
+  take the FIFO's entropies, and when the FIFO is empty they cycle over the last ``buffer``
+  known-good entropies (those of the most recent clean ACKs). With no known-good entropy at
+  all the sender must explore, so it still draws a fresh one.
+
+Default ``freeze_us`` = 1000 µs, the transport's default RTO: a timeout is only detected an
+RTO after the loss, so a shorter freeze would resume exploring (and may hit the failed path
+again) before the next timeout could even tell; one RTO of freezing bounds the damage of a
+persistent failure to one timeout per ~2 RTOs while routes reconverge. Scale it with
+``transport.rto`` (and to a few RTTs when failures are not the topic)."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from spraylab.lb.base import LbParams, LoadBalancer, register
+
+if TYPE_CHECKING:
+    from spraylab.net.network import Network
+    from spraylab.net.packet import Packet
+    from spraylab.transport.qp import QueuePair
+
+PS_PER_US = 1_000_000
+
+
+class RepsParams(LbParams):
+    buffer: int = Field(default=8, ge=1, le=4096, description="recycled-entropy FIFO capacity")
+    freeze_us: float = Field(default=1000.0, gt=0, description="freeze duration after a timeout")
+
+
+class RepsState:
+    """Per-QP REPS state (``qp.lb_state``)."""
+
+    __slots__ = ("fifo", "good", "frozen_until", "cycle")
+
+    def __init__(self, buffer: int) -> None:
+        self.fifo: deque[int] = deque(maxlen=buffer)  # recycled entropies, oldest first
+        self.good: deque[int] = deque(maxlen=buffer)  # distinct recent known-good entropies
+        self.frozen_until = -1
+        self.cycle = 0
+
+
+@register
+class Reps(LoadBalancer):
+    name = "reps"
+    where = "sender"
+    summary = "REPS: reuse entropies whose ACKs came back unmarked (FIFO), else fresh; freeze on timeout"
+    Params = RepsParams
+
+    def __init__(self, params: LbParams | None = None) -> None:
+        super().__init__(params)
+        self.buffer: int = self.params.buffer  # type: ignore[attr-defined]
+        self.freeze_ps = int(self.params.freeze_us * PS_PER_US)  # type: ignore[attr-defined]
+        self.sim: Any = None
+        self.getrandbits: Any = None
+        self.fresh = 0
+        self.recycled = 0
+        self.frozen_reuses = 0
+        self.freezes = 0
+
+    def setup(self, net: Network) -> None:
+        super().setup(net)
+        self.sim = net.sim
+        self.getrandbits = net.sim.derive_rng(0x8E95).getrandbits
+
+    def init_qp(self, qp: QueuePair) -> None:
+        qp.lb = self
+        qp.lb_state = RepsState(self.buffer)
+
+    def entropy(self, qp: QueuePair, psn: int) -> int:
+        state: RepsState = qp.lb_state
+        fifo = state.fifo
+        if fifo:
+            self.recycled += 1
+            return fifo.popleft()
+        if state.frozen_until > self.sim.now:
+            good = state.good
+            if good:
+                i = state.cycle
+                if i >= len(good):
+                    i = 0
+                state.cycle = i + 1
+                self.frozen_reuses += 1
+                return good[i]
+        self.fresh += 1
+        return self.getrandbits(16)
+
+    def _feedback(self, state: RepsState, entropy: int, ecn: bool) -> None:
+        good = state.good
+        if ecn:
+            fifo = state.fifo
+            while entropy in fifo:
+                fifo.remove(entropy)
+            if entropy in good:
+                good.remove(entropy)
+            return
+        state.fifo.append(entropy)
+        if entropy not in good:
+            good.append(entropy)
+
+    def on_ack(self, qp: QueuePair, pkt: Packet) -> None:
+        self._feedback(qp.lb_state, pkt.entropy, pkt.ecn)
+
+    def on_nack(self, qp: QueuePair, pkt: Packet) -> None:
+        self._feedback(qp.lb_state, pkt.entropy, pkt.ecn)
+
+    def on_timeout(self, qp: QueuePair) -> None:
+        qp.lb_state.frozen_until = self.sim.now + self.freeze_ps
+        self.freezes += 1
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "reps_fresh": self.fresh,
+            "reps_recycled": self.recycled,
+            "reps_frozen_reuses": self.frozen_reuses,
+            "reps_freezes": self.freezes,
+        }
