@@ -34,10 +34,12 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
   ACK/NACK triggered by that PSN or when the cumulative ACK passes it, so ACK coalescing and
   selective-repeat receivers (which do not ACK out-of-order arrivals) never drive a count
   negative and never leak.
-* **Loss counts as a mark**: when a PSN is retransmitted while its slot still holds the path
-  that carried it, that path gets an ECN-fraction sample of 1. A path that silently drops
-  (failed link before reroute) therefore gets retired after a few losses even though no ACK
-  ever echoes its entropy.
+* **Dead paths**: when the PSN the receiver reports missing (snd_una) is retransmitted while
+  its slot still holds the path that carried it, that path is charged one loss; a path charged
+  ``dead_path_losses`` (3) times with no ACK/NACK echo in between is retired. A path that
+  silently drops (failed link before reroute) is thus left after a few losses, while a path
+  that is merely late (spurious NACKs under spraying) echoes in between and is kept. A timeout
+  forgets all outstanding slots without charging anyone.
 * **Common congestion is not a path's fault**: a path is retired for ECN only if at least one
   other active path is below ``theta`` (under incast every path is marked at the last hop; churn
   would not help).
@@ -71,32 +73,47 @@ class DfsParams(LbParams):
     rtt_slack: float = Field(0.5, ge=0.0, description="gamma: retire a path above (1+gamma)*min RTT")
     ecn_threshold: float = Field(0.3, ge=0.0, le=1.0, description="theta: retire a path above this ECN fraction")
     ewma_weight: float = Field(0.125, gt=0.0, le=1.0, description="EWMA weight of RTT and ECN samples")
+    dead_path_losses: int = Field(
+        3, ge=1, description="retire a path charged with this many retransmissions and no echo in between"
+    )
 
 
 class _Path:
     """One active (or retired, draining) entropy of a sprayed flow."""
 
-    __slots__ = ("entropy", "rtt", "ecn", "in_flight", "samples", "active")
+    __slots__ = (
+        "entropy",
+        "rtt",
+        "ecn",
+        "in_flight",
+        "samples",
+        "active",
+        "silent_losses",
+        "last_echo_ps",
+        "unechoed_since_ps",
+    )
 
     def __init__(self, entropy: int, rtt: float) -> None:
         self.entropy = entropy
-        self.rtt = rtt
-        self.ecn = 0.0
+        self.rtt = rtt  # smoothed RTT, ps
+        self.ecn = 0.0  # smoothed ECN-marked fraction
         self.in_flight = 0
         self.samples = 0
         self.active = True
+        self.silent_losses = 0  # retransmissions charged to this path since its last echo
+        self.last_echo_ps = -1  # time of the last ACK/NACK echoing this entropy
+        self.unechoed_since_ps = -1  # first send since the last echo, -1 if none
 
 
 class _FlowState:
-    __slots__ = ("sprayed", "paths", "ring", "una", "rtt_min", "base_rtt")
+    __slots__ = ("sprayed", "paths", "ring", "una", "rtt_min")
 
     def __init__(self, bound: int, base_rtt: float) -> None:
         self.sprayed = False
         self.paths: list[_Path] = []
-        self.ring: list[_Path | None] = [None] * bound
+        self.ring: list[_Path | None] = [None] * bound  # path of each outstanding PSN (psn % B)
         self.una = 0  # PSNs below this have been released from the ring
         self.rtt_min = base_rtt
-        self.base_rtt = base_rtt
 
 
 @register
@@ -115,7 +132,10 @@ class DynamicFlowSpraying(LoadBalancer):
         self.slack = 1.0 + float(p.rtt_slack)
         self.theta = float(p.ecn_threshold)
         self.weight = float(p.ewma_weight)
+        self.dead_after = int(p.dead_path_losses)
+        self.silence_rtts = 4.0  # a path carrying packets and unheard for this many min RTTs is dead
         self.rng: Any = None
+        self.sim: Any = None
         self._route_cache: dict[tuple[int, int], tuple[int, float]] = {}
         # statistics
         self.flows = 0
@@ -123,11 +143,14 @@ class DynamicFlowSpraying(LoadBalancer):
         self.paths_explored = 0
         self.retired_rtt = 0
         self.retired_ecn = 0
-        self.retired_stale = 0
+        self.retired_dead = 0
+        self.retired_silent = 0
+        self.retired_timeout = 0
         self.loss_marks = 0
 
     def setup(self, net: Network) -> None:
         super().setup(net)
+        self.sim = net.sim
         self.rng = net.sim.derive_rng(0xDF5)
 
     # --- fabric introspection (once per ToR pair) --------------------------------------
@@ -143,7 +166,7 @@ class DynamicFlowSpraying(LoadBalancer):
         paths = 1
         rtt = first.delay_ps + data_bytes * first.ps_per_byte + first.delay_ps + CONTROL_BYTES * first.ps_per_byte
         node = first.peer_owner
-        for _ in range(64):
+        for _ in range(64):  # hop limit
             table = getattr(node, "table", None)
             if table is None:  # reached a host
                 break
@@ -189,8 +212,8 @@ class DynamicFlowSpraying(LoadBalancer):
         return entropy
 
     def _replace(self, state: _FlowState, index: int) -> None:
-        old = state.paths[index]
-        old.active = False
+        """Retire ``paths[index]`` (it drains, gets no new packets) for a fresh entropy."""
+        state.paths[index].active = False
         state.paths[index] = _Path(self._fresh_entropy(state), state.rtt_min)
 
     # --- per packet ----------------------------------------------------------------------
@@ -198,45 +221,66 @@ class DynamicFlowSpraying(LoadBalancer):
         state: _FlowState = qp.lb_state
         if state is None or not state.sprayed:
             return qp.entropy
+        now = self.sim.now
         paths = state.paths
+        ring = state.ring
+        slot = psn % self.bound
+        old = ring[slot]  # not None: PSN resent while still outstanding on ``old``
         rtt_min = state.rtt_min
-        if psn < qp.max_sent:  # retransmission: the fastest path
-            best = paths[0]
+        best = None
+        if psn < qp.max_sent:
+            # Retransmission: the fastest measured path that is not suspect (charged with a
+            # loss, or silent for over 2 min RTTs while carrying packets).
+            recent = now - 2 * rtt_min
             for p in paths:
-                if p.rtt < best.rtt:
+                if (
+                    p is not old
+                    and p.samples
+                    and not p.silent_losses
+                    and (p.unechoed_since_ps < 0 or p.unechoed_since_ps >= recent)
+                    and (best is None or p.rtt < best.rtt)
+                ):
                     best = p
-        else:
-            budget = self.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
-            limit = rtt_min + budget
-            best = None
+        if best is None:
+            # The eligible path with the least in_flight / weight (weight = 1 / RTT): eligible
+            # if its RTT is within B packet times of the fastest and it is not suspect. (Also
+            # retransmissions when no path is known good, e.g. after a timeout: spread them.)
+            limit = rtt_min + self.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
+            dead_before = now - self.silence_rtts * rtt_min
             best_score = 0.0
-            stale = -1
+            retire = -1
             for i, p in enumerate(paths):
                 if p.rtt > limit:
-                    if p.in_flight == 0:
-                        stale = i
+                    if p.in_flight == 0:  # stale: would never be measured again
+                        retire = i
+                    continue
+                if p.silent_losses or p is old:
+                    continue
+                since = p.unechoed_since_ps
+                if 0 <= since < dead_before:  # nothing heard for many RTTs: dead either way
+                    retire = i
                     continue
                 score = p.in_flight * p.rtt
                 if best is None or score < best_score:
                     best = p
                     best_score = score
-            if stale >= 0:
-                self.retired_stale += 1
-                self._replace(state, stale)
-            if best is None:  # nothing eligible (cannot happen: the fastest path always is)
+            if retire >= 0:
+                self.retired_silent += 1
+                self._replace(state, retire)
+            if best is None:  # every path suspect: the fastest
                 best = min(paths, key=_rtt_of)
-        ring = state.ring
-        slot = psn % self.bound
-        old = ring[slot]
-        if old is not None:  # PSN resent while still outstanding on ``old``: count a loss there
+        if old is not None:
             old.in_flight -= 1
-            if old.active:
+            if psn == qp.snd_una and old.active:  # the PSN the receiver reported missing
                 self.loss_marks += 1
-                old.ecn += (1.0 - old.ecn) * self.weight
-                if old.ecn > self.theta and old is not best:
-                    self._check_ecn(state, old)
+                old.silent_losses += 1
+                if old.silent_losses >= self.dead_after and old is not best:
+                    self.retired_dead += 1
+                    self._replace(state, paths.index(old))
         ring[slot] = best
         best.in_flight += 1
+        if best.unechoed_since_ps < 0:
+            best.unechoed_since_ps = now
         return best.entropy
 
     # --- feedback ------------------------------------------------------------------------
@@ -276,16 +320,21 @@ class DynamicFlowSpraying(LoadBalancer):
     def _sample(self, state: _FlowState, pkt: Packet) -> None:
         entropy = pkt.entropy
         paths = state.paths
-        for index, path in enumerate(paths):
+        index = 0
+        for path in paths:
             if path.entropy == entropy:
                 break
+            index += 1
         else:
             return  # a retired path draining
+        now = self.sim.now
         w = self.weight
-        sample = self.net.sim.now - pkt.sent_ps
-        path.rtt += (sample - path.rtt) * w
+        path.rtt += (now - pkt.sent_ps - path.rtt) * w
         path.ecn += ((1.0 if pkt.ecn else 0.0) - path.ecn) * w
         path.samples += 1
+        path.silent_losses = 0
+        path.last_echo_ps = now
+        path.unechoed_since_ps = -1
         rtt_min = path.rtt
         ecn_ok = False
         theta = self.theta
@@ -302,22 +351,45 @@ class DynamicFlowSpraying(LoadBalancer):
             self.retired_ecn += 1
             self._replace(state, index)
 
-    def _check_ecn(self, state: _FlowState, path: _Path) -> None:
-        theta = self.theta
+    def on_timeout(self, qp: QueuePair) -> None:
+        """Everything outstanding is resent and we cannot tell which path lost what (under
+        selective repeat nothing past the hole is ACKed, and a path may have died in the ACK
+        direction only). Keep the paths heard from last (within 2 min RTTs of the flow's
+        latest echo): the critical retransmission goes on the fastest of them; explore
+        fresh entropies for the others."""
+        state: _FlowState = qp.lb_state
+        if state is None or not state.sprayed:
+            return
+        ring = state.ring
+        for slot, p in enumerate(ring):
+            if p is not None:
+                p.in_flight -= 1
+                ring[slot] = None
         paths = state.paths
-        if any(p.ecn <= theta for p in paths):
-            self.retired_ecn += 1
-            self._replace(state, paths.index(path))
+        latest = max(p.last_echo_ps for p in paths)
+        recent = latest - 2 * state.rtt_min
+        for i, p in enumerate(paths):
+            if latest >= 0 and p.last_echo_ps >= recent:
+                p.silent_losses = 0
+                p.unechoed_since_ps = -1
+            else:
+                self.retired_timeout += 1
+                self._replace(state, i)
 
     def stats(self) -> dict[str, Any]:
+        retired = {
+            "rtt": self.retired_rtt,
+            "ecn": self.retired_ecn,
+            "dead": self.retired_dead,
+            "silent": self.retired_silent,
+            "timeout": self.retired_timeout,
+        }
         return {
             "flows": self.flows,
             "flows_sprayed": self.flows_sprayed,
             "paths_explored": self.paths_explored,
-            "paths_retired": self.retired_rtt + self.retired_ecn + self.retired_stale,
-            "retired_rtt": self.retired_rtt,
-            "retired_ecn": self.retired_ecn,
-            "retired_stale": self.retired_stale,
+            "paths_retired": sum(retired.values()),
+            **{f"retired_{reason}": n for reason, n in retired.items()},
             "loss_marks": self.loss_marks,
         }
 

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # admitted), and a switch knows its own link state at once, before routes reconverge.
 DOWN_QUEUE = 1 << 61
 
+
 class DrillParams(LbParams):
     d: int = Field(default=2, ge=1, le=64, description="random samples per packet")
     m: int = Field(default=1, ge=0, le=64, description="remembered best candidates")

@@ -49,7 +49,7 @@ class Nic:
             when = max(when, self.paced[0][0])
         if self.tx_at < 0 or when < self.tx_at:
             self.tx_at = when
-            heappush(sim.heap, (when, next(sim.seq), self._tx_cb, when))
+            sim.schedule(when, self._tx_cb, when)
 
     def _tx(self, when: int) -> None:
         if when != self.tx_at:

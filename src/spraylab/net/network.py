@@ -250,7 +250,7 @@ class Network:
 
     # --- self-checks -----------------------------------------------------------------
     def packets_in_flight(self) -> int:
-        on_wires = sum(1 for event in self.sim.heap if isinstance(event[3], Packet))
+        on_wires = sum(1 for event in self.sim.pending() if isinstance(event[3], Packet))
         in_queues = sum(len(p.data_queue) + len(p.ctrl_queue) for p in self.ports if isinstance(p, PfcPort))
         return on_wires + in_queues + self.lb.held_packets()
 

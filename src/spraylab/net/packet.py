@@ -46,7 +46,7 @@ class Packet:
         "path_id",
         "path_seq",
         "ingress",
-        "hops",
+        "arrive_ps",
         "meta",
     )
 
@@ -79,7 +79,7 @@ class Packet:
         self.path_id = -1
         self.path_seq = -1
         self.ingress = None
-        self.hops = 0
+        self.arrive_ps = 0
         self.meta = None
 
     def __repr__(self) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from heapq import heappush
 from typing import TYPE_CHECKING, Any
 
 from spraylab.net.packet import DATA, Packet
@@ -168,7 +167,7 @@ class Port:
         self.busy_until = depart
         self.tx_bytes += size
         self.tx_packets += 1
-        heappush(sim.heap, (depart + self.delay_ps, next(sim.seq), self.receive_at_peer, pkt))
+        sim.schedule(depart + self.delay_ps, self.receive_at_peer, pkt)
 
     def send_control(self, pkt: Packet) -> None:
         """Strict priority over data: a 64 B control frame leaves after its own serialization
@@ -184,7 +183,7 @@ class Port:
         self.busy_until = max(self.busy_until, now) + ser
         self.tx_bytes += pkt.size
         self.tx_packets += 1
-        heappush(sim.heap, (now + ser + self.delay_ps, next(sim.seq), self.receive_at_peer, pkt))
+        sim.schedule(now + ser + self.delay_ps, self.receive_at_peer, pkt)
 
 
 class PfcPort(Port):
@@ -254,9 +253,8 @@ class PfcPort(Port):
         self.busy_until = done
         self.tx_bytes += pkt.size
         self.tx_packets += 1
-        heap = sim.heap
-        heappush(heap, (done + self.delay_ps, next(sim.seq), self.receive_at_peer, pkt))
-        heappush(heap, (done, next(sim.seq), self._tx_done_cb, None))
+        sim.schedule(done + self.delay_ps, self.receive_at_peer, pkt)
+        sim.schedule(done, self._tx_done_cb, None)
 
     def _tx_done(self, _: Any) -> None:
         self._start_next()
