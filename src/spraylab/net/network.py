@@ -242,7 +242,9 @@ class Network:
     def _check_done(self) -> None:
         n = len(self.qps)
         if self.flows_received == n and self.senders_done == n and self.stop_when_done:
-            raise StopSimulation("done")
+            # Stop after the current event has finished (e.g. the last ACK reaches the
+            # load balancer's hooks too).
+            self.sim.after(0, _stop_done)
 
     @property
     def all_done(self) -> bool:
@@ -280,6 +282,10 @@ class Network:
             "dropped": self.dropped_packets,
             "in_flight": in_flight,
         }
+
+
+def _stop_done(_: object) -> None:
+    raise StopSimulation("done")
 
 
 def _start_qp(qp: QueuePair) -> None:

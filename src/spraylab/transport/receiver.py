@@ -91,7 +91,9 @@ class Receiver:
         psn = pkt.psn
         if psn > self.max_psn_seen:
             self.max_psn_seen = psn
-        elif not pkt.retx:
+        elif not pkt.retx and not self.received[psn]:
+            # First arrivals only: a late original overtaken by its own retransmission is a
+            # duplicate, not reordering the receiver has to absorb.
             degree = self.max_psn_seen - psn
             if degree > self.max_reorder:
                 self.max_reorder = degree
@@ -186,7 +188,12 @@ class SelectiveRepeatReceiver(Receiver):
                 self.discards += 1
                 return
             if self.received[psn]:
-                self._duplicate(pkt)
+                # A duplicate above ePSN (e.g. after a go-back-N resend on timeout) means the
+                # hole at ePSN is still open: a sequence error, which the RNIC NAKs.
+                self.duplicates += 1
+                if pkt.retx:
+                    self.spurious += 1
+                self._maybe_nack(pkt)
                 return
             self.received[psn] = 1
             self.delivered_bytes += pkt.payload
