@@ -2,7 +2,7 @@
 
 from spraylab.config import Scenario, ScenarioError, validate
 from spraylab.experiment import Simulation, build, run
-from spraylab.lb.base import LoadBalancer, LbParams, register
+from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.metrics.maxmin import jain_index, max_min_rates
 from spraylab.metrics.result import Result
 from spraylab.rails.planner import RailPlan, plan_rails

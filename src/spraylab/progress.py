@@ -27,6 +27,7 @@ class RunProgress:
         self.time_limit_ps = scenario.run.time_limit
         self.stop_on_workload = scenario.run.stop == "workload"
         self.net: Network | None = None
+        self._total_bytes = 0
         self._progress: Progress | None = None
         self._task: Any = None
 
@@ -52,15 +53,17 @@ class RunProgress:
         flows = ""
         net = self.net
         if net is not None and net.qps:
-            done = net.flows_received / len(net.qps)
             flows = f"flows {net.flows_received}/{len(net.qps)}"
             if self.stop_on_workload:
-                fraction = max(fraction, done)
+                if self._total_bytes == 0:
+                    self._total_bytes = sum(qp.spec.size_bytes for qp in net.qps)
+                delivered = sum(qp.rx.delivered_bytes for qp in net.qps)
+                fraction = max(fraction, delivered / self._total_bytes)
         self._progress.update(
             self._task,
             completed=min(1.0, fraction),
             sim_time=format_time(sim.now),
-            rate=f"{sim.events / elapsed_s:,.0f}",
+            rate=f"{sim.events / max(elapsed_s, 1e-9):,.0f}",
             flows=flows,
         )
 

@@ -14,8 +14,8 @@ import gc
 import itertools
 import random
 import time
-from collections.abc import Callable, Iterator
 from bisect import insort
+from collections.abc import Callable, Iterator
 from heapq import heappop, heappush
 from typing import Any
 
@@ -161,6 +161,7 @@ class Simulator:
                         break
                     elapsed = time.perf_counter() - start
                     if progress is not None:
+                        self.events = n
                         progress(self, elapsed)
                     if max_wall_s is not None and elapsed > max_wall_s:
                         reason = "wall_budget"

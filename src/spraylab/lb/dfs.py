@@ -8,7 +8,8 @@ RTT exceeds ``(1 + gamma) * min RTT`` of the flow's active paths is retired and 
 fresh random entropy; retired paths get no new packets and simply drain. Each new packet goes
 to the eligible path with the smallest ``in_flight * RTT`` (= ``in_flight / weight`` with
 weight ∝ 1/RTT); a path is eligible when ``RTT_p - RTT_min <= B * serialization time`` of one
-packet at the flow's current rate. Retransmissions go on the fastest path.
+packet at the flow's current rate. Retransmissions go on the fastest path (measured and not
+suspect, see below).
 
 **Hard bound.** ``qp.psn_window = B`` for every flow DFS manages (sprayed or not): the sender
 never transmits PSN >= snd_una + B. Since snd_una <= the receiver's ePSN, a first arrival of PSN
@@ -34,12 +35,20 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
   ACK/NACK triggered by that PSN or when the cumulative ACK passes it, so ACK coalescing and
   selective-repeat receivers (which do not ACK out-of-order arrivals) never drive a count
   negative and never leak.
-* **Dead paths**: when the PSN the receiver reports missing (snd_una) is retransmitted while
-  its slot still holds the path that carried it, that path is charged one loss; a path charged
-  ``dead_path_losses`` (3) times with no ACK/NACK echo in between is retired. A path that
-  silently drops (failed link before reroute) is thus left after a few losses, while a path
-  that is merely late (spurious NACKs under spraying) echoes in between and is kept. A timeout
-  forgets all outstanding slots without charging anyone.
+* **Dead paths** (failed links before rerouting; a path can also die in the ACK direction
+  only, since ACKs hash the same entropy on the way back):
+
+  - when the PSN the receiver reports missing (snd_una) is retransmitted while its slot still
+    holds the path that carried it, that path is charged one loss; a path charged
+    ``dead_path_losses`` (3) times with no ACK/NACK echo in between is retired, while a path
+    that is merely late (spurious NACKs under spraying) echoes in between and is kept;
+  - a path that was sent packets but has echoed nothing for 4 min RTTs is retired ("silent");
+  - paths charged a loss, or unheard for 2 min RTTs while carrying packets, are *suspect*: no
+    new packets, no retransmissions, until they echo again;
+  - on a timeout (go-back-N resend of the window) nothing tells which path lost what: DFS
+    keeps the paths heard from within 2 min RTTs of the flow's last echo (and since the
+    previous timeout) and replaces the others with fresh entropies; when no path is known
+    good, retransmissions are spread by the placement rule instead of piling on one path.
 * **Common congestion is not a path's fault**: a path is retired for ECN only if at least one
   other active path is below ``theta`` (under incast every path is marked at the last hop; churn
   would not help).
@@ -71,7 +80,9 @@ class DfsParams(LbParams):
     max_paths: int = Field(8, ge=1, description="K: max active entropies of a sprayed flow")
     spray_threshold_bytes: int = Field(0, ge=0, description="T: spray above this many bytes; 0 = 1 BDP")
     rtt_slack: float = Field(0.5, ge=0.0, description="gamma: retire a path above (1+gamma)*min RTT")
-    ecn_threshold: float = Field(0.3, ge=0.0, le=1.0, description="theta: retire a path above this ECN fraction")
+    ecn_threshold: float = Field(
+        0.3, ge=0.0, le=1.0, description="theta: retire a path above this ECN fraction"
+    )
     ewma_weight: float = Field(0.125, gt=0.0, le=1.0, description="EWMA weight of RTT and ECN samples")
     dead_path_losses: int = Field(
         3, ge=1, description="retire a path charged with this many retransmissions and no echo in between"
@@ -106,7 +117,7 @@ class _Path:
 
 
 class _FlowState:
-    __slots__ = ("sprayed", "paths", "ring", "una", "rtt_min")
+    __slots__ = ("sprayed", "paths", "ring", "una", "rtt_min", "last_timeout_ps")
 
     def __init__(self, bound: int, base_rtt: float) -> None:
         self.sprayed = False
@@ -114,6 +125,7 @@ class _FlowState:
         self.ring: list[_Path | None] = [None] * bound  # path of each outstanding PSN (psn % B)
         self.una = 0  # PSNs below this have been released from the ring
         self.rtt_min = base_rtt
+        self.last_timeout_ps = -1
 
 
 @register
@@ -144,6 +156,7 @@ class DynamicFlowSpraying(LoadBalancer):
         self.retired_rtt = 0
         self.retired_ecn = 0
         self.retired_dead = 0
+        self.retired_stale = 0
         self.retired_silent = 0
         self.retired_timeout = 0
         self.loss_marks = 0
@@ -164,7 +177,12 @@ class DynamicFlowSpraying(LoadBalancer):
             return cached
         data_bytes = qp.mtu + HEADER_BYTES
         paths = 1
-        rtt = first.delay_ps + data_bytes * first.ps_per_byte + first.delay_ps + CONTROL_BYTES * first.ps_per_byte
+        rtt = (
+            first.delay_ps
+            + data_bytes * first.ps_per_byte
+            + first.delay_ps
+            + CONTROL_BYTES * first.ps_per_byte
+        )
         node = first.peer_owner
         for _ in range(64):  # hop limit
             table = getattr(node, "table", None)
@@ -248,25 +266,28 @@ class DynamicFlowSpraying(LoadBalancer):
             limit = rtt_min + self.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
             dead_before = now - self.silence_rtts * rtt_min
             best_score = 0.0
-            retire = -1
+            stale = silent = -1
             for i, p in enumerate(paths):
                 if p.rtt > limit:
                     if p.in_flight == 0:  # stale: would never be measured again
-                        retire = i
+                        stale = i
                     continue
                 if p.silent_losses or p is old:
                     continue
                 since = p.unechoed_since_ps
                 if 0 <= since < dead_before:  # nothing heard for many RTTs: dead either way
-                    retire = i
+                    silent = i
                     continue
                 score = p.in_flight * p.rtt
                 if best is None or score < best_score:
                     best = p
                     best_score = score
-            if retire >= 0:
+            if stale >= 0:
+                self.retired_stale += 1
+                self._replace(state, stale)
+            elif silent >= 0:
                 self.retired_silent += 1
-                self._replace(state, retire)
+                self._replace(state, silent)
             if best is None:  # every path suspect: the fastest
                 best = min(paths, key=_rtt_of)
         if old is not None:
@@ -355,8 +376,8 @@ class DynamicFlowSpraying(LoadBalancer):
         """Everything outstanding is resent and we cannot tell which path lost what (under
         selective repeat nothing past the hole is ACKed, and a path may have died in the ACK
         direction only). Keep the paths heard from last (within 2 min RTTs of the flow's
-        latest echo): the critical retransmission goes on the fastest of them; explore
-        fresh entropies for the others."""
+        latest echo, and since the previous timeout): the critical retransmission goes on
+        the fastest of them; explore fresh entropies for the others."""
         state: _FlowState = qp.lb_state
         if state is None or not state.sprayed:
             return
@@ -367,9 +388,10 @@ class DynamicFlowSpraying(LoadBalancer):
                 ring[slot] = None
         paths = state.paths
         latest = max(p.last_echo_ps for p in paths)
-        recent = latest - 2 * state.rtt_min
+        recent = max(latest - 2 * state.rtt_min, state.last_timeout_ps)
+        state.last_timeout_ps = self.sim.now
         for i, p in enumerate(paths):
-            if latest >= 0 and p.last_echo_ps >= recent:
+            if p.last_echo_ps >= 0 and p.last_echo_ps >= recent:
                 p.silent_losses = 0
                 p.unechoed_since_ps = -1
             else:
@@ -381,6 +403,7 @@ class DynamicFlowSpraying(LoadBalancer):
             "rtt": self.retired_rtt,
             "ecn": self.retired_ecn,
             "dead": self.retired_dead,
+            "stale": self.retired_stale,
             "silent": self.retired_silent,
             "timeout": self.retired_timeout,
         }

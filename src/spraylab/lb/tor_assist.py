@@ -29,7 +29,11 @@ path.
   ``ooo_bitmap_packets`` for selective repeat, 1 for go-back-N), does not pass and is known
   lost. Without this, a NACK for a PSN that passed the ToR but was discarded by the NIC
   would be dropped as stale and the flow would stall until the sender's RTO. Hence ``low``
-  is the receiver's ePSN.
+  is the receiver's ePSN once the downlink drains. ``nic_bitmap`` must be the NIC's real
+  bitmap: smaller causes spurious retransmissions, larger can stall a flow until its RTO.
+  In ``nack_filter`` mode the window is widened to the bitmap if narrower (a narrower one
+  could not mirror the NIC); a PSN beyond the window (ideal transport) slides it forward,
+  and NACKs for the skipped PSNs are forwarded (unknown).
 * loss evidence: each ``path_seq`` gap records the PSN bracket (previous ``pmax`` of the
   path, arriving PSN) the lost packets lie in; packets dropped/discarded after the ToR record
   their own PSN.
@@ -37,7 +41,8 @@ path.
 Mode ``nack_filter`` (selective-repeat RNICs). A NACK(x) (or a CNP sent for an out-of-order
 arrival, i.e. without the ECN echo) leaving the receiver through its ToR is:
 
-* dropped if x < ``low`` (x passed: stale);
+* dropped if x < ``low`` (x passed: stale; also every NACK of a flow that completed at the
+  ToR);
 * forwarded if a loss bracket contains x, or if every path has delivered a PSN > x (x's
   first transmission went on some FIFO path before every later PSN on it, so x is lost);
 * else held (one hold slot per flow; a duplicate NACK from the NIC's NACK timer is merged,
@@ -47,14 +52,24 @@ arrival, i.e. without the ECN echo) leaving the receiver through its ToR is:
 Once a NACK(x) was forwarded the sender retransmits x, so a later NACK for the same x is not
 forwarded on old evidence or on "every path past x" (true again at once): only on evidence
 newer than the forwarded NACK (any path gap: it may be the lost retransmission) or after
-``hold_timeout``. Retransmissions below ``low`` pass untouched.
+``hold_timeout`` plus a round trip (2 x the flow's minimum one-way delay).
+Retransmissions below ``low`` pass untouched.
+
+Extension beyond SCHEMES.md (``retarget``, default on; off = the spec's plain drop): a NACK
+that would be dropped because x passed is instead sent as NACK(``low``) when ``low`` is
+known lost. It is the NACK the NIC would send at its next out-of-order arrival; but at a
+flow's tail, or while the sender is window-blocked, no arrival comes, and two close losses
+(or a loss behind a bitmap overrun) would cost the sender's RTO. NACK(``low``) is truthful:
+every PSN below ``low`` has passed and the NIC will accept it.
 
 Mode ``reorder`` (go-back-N RNICs). Out-of-order packets wait in a per-flow resequencing
 ring (``window`` packets) and leave in PSN order. The gap at the head (``low``) waits at most
 ``hold_timeout`` (restarted when the head advances); a known loss of the head (bracket, or
 every path past it) or the timeout flushes the held packets in PSN order: the NIC discards
 them and NACKs as usual (if nothing is held, the next out-of-order arrival is passed through
-to trigger the NACK). A packet beyond the ring is dropped (counted) and recorded as lost:
+to trigger the NACK). The sender then goes back to the head and resends everything, so
+after a flush the heads up to the highest PSN seen wait for their retransmission (hold +
+a round trip) and are not flushed again on old evidence. A packet beyond the ring is dropped (counted) and recorded as lost:
 the go-back-N NIC would have discarded it anyway, without a NACK storm. Duplicates of a held
 PSN are dropped. Held packets do not count against the switch's shared buffer (reported
 separately: ``reseq_peak_bytes``).
@@ -107,6 +122,10 @@ class TorAssistParams(LbParams):
     window: int = Field(
         default=256, ge=1, le=1 << 16, description="packets tracked above the lowest unseen PSN"
     )
+    retarget: bool = Field(
+        default=True,
+        description="nack_filter: a NACK whose PSN passed becomes NACK(ePSN) when that PSN is known lost",
+    )
     nic_bitmap: int = Field(
         default=0,
         ge=0,
@@ -136,7 +155,6 @@ class _Dst:
     """Destination-ToR state of one flow (see the module docstring)."""
 
     __slots__ = (
-        "tor",
         "fid",
         "n_packets",
         "seq",
@@ -165,7 +183,6 @@ class _Dst:
     )
 
     def __init__(self, tor: _TorProgram, fid: int, n_packets: int, n_paths: int, window: int) -> None:
-        self.tor = tor
         self.fid = fid
         self.n_packets = n_packets
         self.seq = [-1] * n_paths
@@ -215,6 +232,7 @@ class _TorProgram:
         "live_dst",
         "peak_flows",
         "max_hold",
+        "retarget",
         "_paths_of",
         "_rng",
         "_timer_cb",
@@ -233,6 +251,7 @@ class _TorProgram:
         self.nic_w = nic_w
         self.uplink_mode = params.uplink
         self.hold_param = params.hold_timeout
+        self.retarget = params.retarget and self.filter
         self.src: dict[int, Any] = {}
         self.dst: dict[int, Any] = {}
         self.maxq = 0
@@ -516,9 +535,29 @@ class _TorProgram:
         x = fs.held_x
         lb = self.lb
         if fs.low > x:
+            if self.retarget:
+                for pkt in fs.held:
+                    if pkt.kind == NACK and self._retarget(fs, pkt, now):
+                        fs.held.remove(pkt)
+                        lb.held -= 1
+                        self.switch.forward(pkt)
+                        break
             lb.nacks_dropped_passed += self._drop_held(fs)
         elif (fs.minmax > x or fs.ev) and self._lost(fs, x):
             lb.nacks_released_loss += self._release_held(fs, now)
+
+    def _retarget(self, fs: _Dst, pkt: Packet, now: int) -> bool:
+        """A NACK whose PSN passed: if the receiver's next expected PSN (``low``) is known
+        lost, turn it into NACK(low), the NACK the NIC would send at its next out-of-order
+        arrival (which never comes at a flow's tail or while the sender is window-blocked)."""
+        low = fs.low
+        if not ((fs.minmax > low or fs.ev) and self._lost(fs, low)):
+            return False
+        pkt.psn = low
+        fs.fwd_x = fs.fwd_hi = low
+        fs.fwd_t = now
+        self.lb.nacks_retargeted += 1
+        return True
 
     def _drop_held(self, fs: _Dst) -> int:
         held = fs.held
@@ -569,6 +608,8 @@ class _TorProgram:
         now = self.sim.now
         if fs is _RETIRED or x < fs.low:  # retired: every PSN passed, the NIC took them all
             if fs is _RETIRED or x >= fs.unknown_below:  # x passed the ToR and the NIC took it: stale
+                if is_nack and self.retarget and fs is not _RETIRED and self._retarget(fs, pkt, now):
+                    return True
                 if is_nack:
                     lb.nacks_dropped_stale += 1
                 else:
@@ -805,6 +846,7 @@ class TorAssist(LoadBalancer):
         self.nacks_released_loss = 0
         self.nacks_timed_out = 0
         self.nacks_forwarded_untracked = 0
+        self.nacks_retargeted = 0
         self.cnps_dropped = 0
         self.cnps_forwarded = 0
         self.path_gaps = 0
@@ -888,10 +930,12 @@ class TorAssist(LoadBalancer):
                     "nacks_released_on_loss": self.nacks_released_loss,
                     "nacks_timed_out": self.nacks_timed_out,
                     "nacks_forwarded_untracked": self.nacks_forwarded_untracked,
+                    "nacks_retargeted": self.nacks_retargeted,
                     "nacks_forwarded": self.nacks_forwarded_loss
                     + self.nacks_released_loss
                     + self.nacks_timed_out
-                    + self.nacks_forwarded_untracked,
+                    + self.nacks_forwarded_untracked
+                    + self.nacks_retargeted,
                     "cnps_dropped": self.cnps_dropped,
                     "cnps_forwarded": self.cnps_forwarded,
                     "tor_window_slides": self.window_slides,

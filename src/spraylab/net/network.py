@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from spraylab.engine.simulator import Simulator, StopSimulation
 from spraylab.net.host import Host, Nic
 from spraylab.net.packet import Packet
-from spraylab.net.port import EcnConfig, IngressCounter, PfcPort, Port
+from spraylab.net.port import EcnConfig, IngressCounter, PfcPort, Port, sim_drop
 from spraylab.net.switch import SharedBuffer, Switch
 from spraylab.topology.fabric import Fabric
 from spraylab.transport.params import TransportParams
@@ -193,6 +193,18 @@ class Network:
 
         self.sim.at(at_ps, degrade)
 
+    def schedule_link_loss(self, at_ps: int, a: str, b: str, loss_rate: float) -> None:
+        """From ``at_ps`` on, each packet crossing the link is lost with ``loss_rate`` (bit
+        errors, a flaky optic). Only that link pays for the extra random draw."""
+        ports = self.ports_between(a, b)
+        rng = self.sim.derive_rng(0x1055 ^ hash((a, b)))
+
+        def start(_: Any) -> None:
+            for port in ports:
+                port.receive_at_peer = _lossy(self.sim, port, port.receive_at_peer, loss_rate, rng.random)
+
+        self.sim.at(at_ps, start)
+
     def base_rate(self, port: Port) -> int:
         for link in self.fabric.links:
             if {link.a, link.b} == {port.owner.name, port.peer_owner.name}:
@@ -282,6 +294,20 @@ class Network:
             "dropped": self.dropped_packets,
             "in_flight": in_flight,
         }
+
+
+def _lossy(sim: Simulator, port: Port, deliver: Any, loss_rate: float, random: Any) -> Any:
+    def receive(pkt: Packet) -> None:
+        if random() < loss_rate:
+            port.drops += 1
+            if pkt.ingress is not None:  # lossless fabrics: free the PFC accounting too
+                pkt.ingress.release(pkt.size)
+                pkt.ingress = None
+            sim_drop(sim, pkt)
+        else:
+            deliver(pkt)
+
+    return receive
 
 
 def _stop_done(_: object) -> None:

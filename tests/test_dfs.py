@@ -1,0 +1,261 @@
+"""DFS (SCHEMES.md § DFS): the hard reorder bound under random load, degradation and failures;
+path count / base RTT read from the fabric; completion time against ECMP and packet spraying
+on a symmetric fabric and with one degraded spine link."""
+
+from __future__ import annotations
+
+import functools
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from simutil import US, make_net, run_flows, small_leaf_spine
+
+from spraylab.lb.base import REGISTRY, load_builtin_schemes
+from spraylab.topology.fat_tree import fat_tree
+from spraylab.transport import receiver as receiver_module
+from spraylab.workload.flows import FlowSpec
+from spraylab.workload.patterns import permutation
+
+G = 1_000_000_000
+
+
+def cct_ps(net) -> int:
+    """Completion time of the whole workload: the last flow's last byte."""
+    return max(qp.rx.finish_ps for qp in net.qps)
+
+
+def cross_leaf_permutation(fabric, seed: int, lo: int, hi: int) -> list[FlowSpec]:
+    rng = random.Random(seed)
+    hosts = list(range(fabric.n_hosts))
+    base = permutation(hosts, 1, rng, avoid_same_group=[fabric.host_tor[h] for h in hosts])
+    return [FlowSpec(f.flow_id, f.src, f.dst, rng.randint(lo, hi)) for f in base]
+
+
+# ------------------------------------------------------------------ unit-level behaviour
+
+
+def test_paths_and_base_rtt_read_from_the_fabric() -> None:
+    fabric = small_leaf_spine(leaves=2, spines=4, hosts_per_leaf=2, rate_gbps=400)
+    sim, net = make_net(fabric, "dfs", recovery="sr")
+    flows = [FlowSpec(0, 0, 2, 2_000_000), FlowSpec(1, 1, 0, 2_000_000)]  # cross-leaf, same-leaf
+    net.add_flows(flows)
+    cross, local = net.qps
+    paths, rtt = net.lb.route_info(cross)
+    assert paths == 4
+    # 4 hops of 1 us each way, 4160 B data packets forward and 64 B frames back at 400G (20 ps/B).
+    assert rtt == 8 * US + 4 * (4160 + 64) * 20
+    assert net.lb.route_info(local) == (1, 4 * US + 2 * (4160 + 64) * 20)
+    # A 3-tier fat tree: 2 aggregation x 2 core choices between pods.
+    ft = fat_tree(4, 100 * G, 1 * US)
+    _, net3 = make_net(ft, "dfs", recovery="sr")
+    (qp,) = net3.add_flows([FlowSpec(0, 0, 15, 1_000_000)])
+    assert net3.lb.route_info(qp)[0] == 4
+
+
+def test_small_flows_stay_on_one_path_large_flows_spray_over_k() -> None:
+    fabric = small_leaf_spine(leaves=2, spines=4, hosts_per_leaf=2, rate_gbps=400)
+    sim, net = make_net(fabric, "dfs", {"max_paths": 8}, recovery="sr")
+    # 1 BDP here is about 422 KB.
+    run_flows(sim, net, [FlowSpec(0, 0, 2, 100_000), FlowSpec(1, 1, 3, 3_000_000)])
+    small, large = net.qps
+    assert not small.lb_state.sprayed
+    assert large.lb_state.sprayed
+    assert len(large.lb_state.paths) == 4  # k = min(K, paths)
+    assert all(qp.psn_window == 64 for qp in net.qps)  # the hard bound applies to every flow
+    stats = net.lb.stats()
+    assert stats["flows_sprayed"] == 1 and stats["paths_explored"] >= 3
+    # In-flight counts are exactly the ring slots still charged to each path (the run stops at
+    # the last ACK before DFS sees it, so a few may remain).
+    ring = large.lb_state.ring
+    assert all(p.in_flight == ring.count(p) for p in large.lb_state.paths)
+
+
+def test_threshold_param_and_validation() -> None:
+    fabric = small_leaf_spine(leaves=2, spines=4, hosts_per_leaf=2, rate_gbps=400)
+    sim, net = make_net(fabric, "dfs", {"spray_threshold_bytes": 10_000_000}, recovery="sr")
+    run_flows(sim, net, [FlowSpec(0, 0, 2, 3_000_000)])
+    assert not net.qps[0].lb_state.sprayed
+    with pytest.raises(ValueError):
+        make_net(fabric, "dfs", {"reorder_bound_packets": 0})
+    with pytest.raises(ValueError):
+        make_net(fabric, "dfs", {"bogus": 1})
+
+
+# ------------------------------------------------------------------ the hard bound (property)
+
+
+@st.composite
+def scenarios(draw):
+    leaves = draw(st.integers(2, 4))
+    spines = draw(st.integers(2, 4))
+    hosts_per_leaf = draw(st.integers(2, 4))
+    n_hosts = leaves * hosts_per_leaf
+    bound = draw(st.sampled_from([16, 32, 64]))
+    bitmap = draw(st.integers(bound, 2 * bound))
+    pattern = draw(st.sampled_from(["permutation", "pairs"]))
+    if pattern == "permutation":
+        perm = draw(st.permutations(range(n_hosts)))
+        pairs = [(s, d) for s, d in enumerate(perm) if s != d]
+    else:  # random pairs, skewed towards a few receivers (incast-ish)
+        receivers = draw(st.lists(st.integers(0, n_hosts - 1), min_size=1, max_size=3, unique=True))
+        n = draw(st.integers(1, n_hosts))
+        pairs = []
+        for _ in range(n):
+            s = draw(st.integers(0, n_hosts - 1))
+            d = draw(st.sampled_from(receivers))
+            if s != d:
+                pairs.append((s, d))
+    if not pairs:
+        pairs = [(0, n_hosts - 1)]
+    sizes = [draw(st.integers(200_000, 2_000_000)) for _ in pairs]
+    starts = [draw(st.integers(0, 20)) * US for _ in pairs]
+    # Degrade one link (leaf-spine or host-leaf) to a random fraction at a random time.
+    leaf = draw(st.integers(0, leaves - 1))
+    degrade = None
+    if draw(st.booleans()):
+        if draw(st.booleans()):
+            link = (f"leaf{leaf}", f"spine{draw(st.integers(0, spines - 1))}")
+        else:
+            link = (f"h{leaf * hosts_per_leaf + draw(st.integers(0, hosts_per_leaf - 1))}", f"leaf{leaf}")
+        degrade = (draw(st.integers(0, 100)) * US, *link, draw(st.floats(0.1, 1.0)))
+    # Fail one leaf-spine link (the fabric stays connected: at least 2 spines).
+    fail = None
+    if draw(st.booleans()):
+        fail = (
+            draw(st.integers(0, 100)) * US,
+            f"leaf{draw(st.integers(0, leaves - 1))}",
+            f"spine{draw(st.integers(0, spines - 1))}",
+            draw(st.integers(1, 100)) * US,
+        )
+    seed = draw(st.integers(1, 1000))
+    return leaves, spines, hosts_per_leaf, bound, bitmap, pairs, sizes, starts, degrade, fail, seed
+
+
+class FirstArrivalReceiver(receiver_module.SelectiveRepeatReceiver):
+    """Selective repeat that also records the reorder degree of first arrivals only.
+
+    ``Receiver.max_reorder`` also counts a late *duplicate*: an original overtaken by its own
+    retransmission, arriving after the window has moved on. That copy is already delivered
+    and outside the bound's promise (it can never be discarded for the bitmap either)."""
+
+    __slots__ = ("first_reorder",)
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.first_reorder = 0
+
+    def _observe(self, pkt) -> None:
+        psn = pkt.psn
+        if psn < self.max_psn_seen and not pkt.retx and not self.received[psn]:
+            self.first_reorder = max(self.first_reorder, self.max_psn_seen - psn)
+        super()._observe(pkt)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_reorder_degree_below_bound_and_no_discards(scenario) -> None:
+    leaves, spines, hosts_per_leaf, bound, bitmap, pairs, sizes, starts, degrade, fail, seed = scenario
+    fabric = small_leaf_spine(leaves, spines, hosts_per_leaf, rate_gbps=100)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(receiver_module.RECEIVERS, "sr", FirstArrivalReceiver)
+        sim, net = make_net(
+            fabric,
+            "dfs",
+            {"reorder_bound_packets": bound},
+            seed=seed,
+            recovery="sr",
+            ooo_bitmap_packets=bitmap,
+        )
+        if degrade is not None:
+            net.schedule_link_rate(*degrade)
+        if fail is not None:
+            net.schedule_link_down(*fail)
+        flows = [FlowSpec(i, s, d, z, t) for i, ((s, d), z, t) in enumerate(zip(pairs, sizes, starts))]
+        reason = run_flows(sim, net, flows)  # also checks packet and byte conservation
+    assert reason == "done"
+    for qp in net.qps:
+        rx = qp.rx
+        assert isinstance(rx, FirstArrivalReceiver)
+        # Selective repeat never discards: every PSN sent lies below snd_una + B <= ePSN + W.
+        assert rx.discards == 0, f"flow {qp.flow_id} discarded {rx.discards} packets"
+        # A first arrival is never B or more behind the highest PSN seen.
+        assert rx.first_reorder < bound, f"flow {qp.flow_id}: reorder {rx.first_reorder} >= B = {bound}"
+        if qp.lb_state.sprayed:
+            ring = qp.lb_state.ring
+            assert all(p.in_flight == ring.count(p) for p in qp.lb_state.paths)
+
+
+def test_dead_path_is_left_without_waiting_for_rerouting() -> None:
+    fabric = small_leaf_spine(leaves=2, spines=4, hosts_per_leaf=2, rate_gbps=100)
+    sim, net = make_net(fabric, "dfs", seed=3, recovery="sr")
+    # Routing reconverges only after 10 ms: DFS must stop using entropies through spine0
+    # (ECMP and rps both need the 10 ms here).
+    net.schedule_link_down(20 * US, "leaf0", "spine0", 10_000 * US)
+    assert run_flows(sim, net, [FlowSpec(0, 0, 2, 4_000_000), FlowSpec(1, 1, 3, 4_000_000)]) == "done"
+    stats = net.lb.stats()
+    assert stats["retired_dead"] + stats["retired_silent"] >= 1
+    assert all(qp.rx.discards == 0 and qp.timeouts == 0 for qp in net.qps)
+    assert cct_ps(net) < 1_000 * US
+    # Without retirement about 1/4 of all packets would be lost for the whole flow.
+    assert net.dropped_packets < 0.02 * sum(qp.sent_packets for qp in net.qps)
+
+
+# ------------------------------------------------------------------ completion time
+
+
+@functools.cache
+def run_symmetric(lb: str, recovery: str, seed: int = 1) -> int:
+    """8 leaves x 8 spines x 8 hosts at 400G, a cross-leaf permutation of 2-4 MB flows."""
+    fabric = small_leaf_spine(leaves=8, spines=8, hosts_per_leaf=8, rate_gbps=400)
+    sim, net = make_net(fabric, lb, seed=seed, recovery=recovery)
+    assert run_flows(sim, net, cross_leaf_permutation(fabric, seed, 2_000_000, 4_000_000)) == "done"
+    return cct_ps(net)
+
+
+def test_symmetric_dfs_no_slower_than_ecmp() -> None:
+    dfs = run_symmetric("dfs", "sr")
+    ecmp = run_symmetric("ecmp", "sr")
+    assert dfs <= ecmp, f"dfs {dfs / US:.1f} us vs ecmp {ecmp / US:.1f} us"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "known gap, reported to the lead: with B = 64 < BDP (~100 packets at 400G, 8.3 us base RTT) the "
+        "window caps each flow at ~64% of line rate, and selective-repeat NACKs every reorder "
+        "(~17% spurious retransmissions): DFS/sr ~139-147 us vs rps/ideal ~88.6 us"
+    ),
+)
+def test_symmetric_dfs_within_15_percent_of_ideal_spraying() -> None:
+    dfs = run_symmetric("dfs", "sr")
+    rps_ideal = run_symmetric("rps", "ideal")
+    assert dfs <= 1.15 * rps_ideal, f"dfs {dfs / US:.1f} us vs rps/ideal {rps_ideal / US:.1f} us"
+
+
+@functools.cache
+def run_degraded(lb: str, recovery: str, seed: int = 1) -> int:
+    """As :func:`run_symmetric`, with the leaf0-spine0 link at 25% of its rate."""
+    fabric = small_leaf_spine(leaves=8, spines=8, hosts_per_leaf=8, rate_gbps=400)
+    sim, net = make_net(fabric, lb, seed=seed, recovery=recovery)
+    net.schedule_link_rate(0, "leaf0", "spine0", 0.25)
+    assert run_flows(sim, net, cross_leaf_permutation(fabric, seed, 2_000_000, 4_000_000)) == "done"
+    if lb == "dfs":
+        assert all(qp.rx.discards == 0 for qp in net.qps)
+    return cct_ps(net)
+
+
+def test_degraded_spine_link_dfs_beats_random_packet_spraying() -> None:
+    dfs = run_degraded("dfs", "sr")
+    rps = run_degraded("rps", "sr")
+    assert dfs < rps, f"dfs {dfs / US:.1f} us vs rps/sr {rps / US:.1f} us"
+
+
+def test_degraded_spine_link_dfs_beats_oblivious_spraying() -> None:
+    load_builtin_schemes()
+    if "spray_rr" not in REGISTRY:
+        pytest.skip("spray_rr is not registered yet")
+    dfs = run_degraded("dfs", "sr")
+    spray = run_degraded("spray_rr", "sr")
+    assert dfs < spray, f"dfs {dfs / US:.1f} us vs spray_rr/sr {spray / US:.1f} us"
