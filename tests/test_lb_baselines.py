@@ -159,7 +159,7 @@ def test_wcmp_reweights_when_a_link_goes_down() -> None:
         sim, net = make_net(small_leaf_spine(), lb=lb, recovery="ideal", cc="none", rto_ps=50 * US)
         net.add_flows([FlowSpec(1000, 0, 4, 100_000)])  # builds leaf0's groups before the failure
         dead = net.link_ports[("leaf0", "spine2")][0]
-        sim.at(10 * US, lambda _, port=dead: setattr(port, "up", False))
+        sim.at(10 * US, lambda _, port=dead: port.fail())
         run_flows(sim, net, flows, until_ps=1000 * US)
         drops[lb] = net.dropped_packets
         if lb == "wcmp":

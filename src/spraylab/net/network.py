@@ -175,7 +175,7 @@ class Network:
 
         def down(_: Any) -> None:
             for p in ports:
-                p.up = False
+                p.fail()
             self.sim.after(convergence_ps, reroute)
 
         def reroute(_: Any) -> None:

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from spraylab.net.packet import DATA, Packet
+from spraylab.net.packet import CONTROL_BYTES, DATA, Packet
 
 if TYPE_CHECKING:
     from spraylab.engine.simulator import Simulator
@@ -55,6 +55,7 @@ class Port:
         "receive_at_peer",
         "rate_bps",
         "ps_per_byte",
+        "control_ser_ps",
         "delay_ps",
         "busy_until",
         "up",
@@ -95,6 +96,7 @@ class Port:
         self.receive_at_peer: Callable[[Packet], None] | None = None
         self.rate_bps = rate_bps
         self.ps_per_byte = ps_per_byte(rate_bps)
+        self.control_ser_ps = int(CONTROL_BYTES * self.ps_per_byte)
         self.delay_ps = delay_ps
         self.busy_until = 0
         self.up = True
@@ -128,6 +130,15 @@ class Port:
     def set_rate(self, rate_bps: int) -> None:
         self.rate_bps = rate_bps
         self.ps_per_byte = ps_per_byte(rate_bps)
+        self.control_ser_ps = int(CONTROL_BYTES * self.ps_per_byte)
+
+    def fail(self) -> None:
+        """The link goes down: everything sent into it from now on is lost (counted as drops).
+        The check lives in the delivery callback so working links pay nothing for it."""
+        if not self.up:
+            return
+        self.up = False
+        self.receive_at_peer = _dropper(self)
 
     def queue_bytes(self) -> int:
         backlog = self.busy_until - self.sim.now
@@ -156,10 +167,6 @@ class Port:
                 self.ecn_marks += 1
         else:
             busy = now
-        if not self.up:
-            self.drops += 1
-            sim_drop(sim, pkt)
-            return
         size = pkt.size
         depart = busy + size * self.ps_per_byte
         if depart.__class__ is float:
@@ -175,13 +182,10 @@ class Port:
         charged to the data queue so link capacity is conserved."""
         sim = self.sim
         now = sim.now
-        if not self.up:
-            self.drops += 1
-            sim_drop(sim, pkt)
-            return
-        ser = int(pkt.size * self.ps_per_byte)
-        self.busy_until = max(self.busy_until, now) + ser
-        self.tx_bytes += pkt.size
+        ser = self.control_ser_ps
+        busy = self.busy_until
+        self.busy_until = (busy if busy > now else now) + ser
+        self.tx_bytes += CONTROL_BYTES
         self.tx_packets += 1
         sim.schedule(now + ser + self.delay_ps, self.receive_at_peer, pkt)
 
@@ -205,13 +209,6 @@ class PfcPort(Port):
         return self.queued_bytes
 
     def send(self, pkt: Packet) -> None:
-        if not self.up:
-            self.drops += 1
-            if pkt.ingress is not None:
-                pkt.ingress.release(pkt.size)
-                pkt.ingress = None
-            sim_drop(self.sim, pkt)
-            return
         backlog = self.queued_bytes
         if backlog > self.kmin and pkt.kind == DATA and self._mark(backlog):
             pkt.ecn = True
@@ -225,10 +222,6 @@ class PfcPort(Port):
             self._start_next()
 
     def send_control(self, pkt: Packet) -> None:
-        if not self.up:
-            self.drops += 1
-            sim_drop(self.sim, pkt)
-            return
         self.ctrl_queue.append(pkt)
         if not self.transmitting:
             self._start_next()
@@ -312,6 +305,17 @@ class IngressCounter:
         if self.pausing and self.bytes <= self.xon:
             self.pausing = False
             self.sim.after(self.delay_ps, self.upstream.resume)
+
+
+def _dropper(port: Port) -> Callable[[Packet], None]:
+    def drop(pkt: Packet) -> None:
+        port.drops += 1
+        if pkt.ingress is not None:  # lossless fabrics: free the PFC accounting too
+            pkt.ingress.release(pkt.size)
+            pkt.ingress = None
+        sim_drop(port.sim, pkt)
+
+    return drop
 
 
 def sim_drop(sim: Simulator, pkt: Packet) -> None:

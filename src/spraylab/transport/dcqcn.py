@@ -27,7 +27,7 @@ class Dcqcn:
         "bytes_since_increase",
         "timer_rounds",
         "byte_rounds",
-        "timer_armed",
+        "timer_gen",
         "cnps",
         "_timer_cb",
     )
@@ -45,7 +45,7 @@ class Dcqcn:
         self.bytes_since_increase = 0
         self.timer_rounds = 0
         self.byte_rounds = 0
-        self.timer_armed = False
+        self.timer_gen = 0
         self.cnps = 0
         self._timer_cb = self._on_timer
 
@@ -62,9 +62,9 @@ class Dcqcn:
         self.timer_rounds = self.byte_rounds = 0
         self.bytes_since_increase = 0
         self.qp.set_rate(self.rc)
-        if not self.timer_armed:
-            self.timer_armed = True
-            self.qp.sim.after(p.increase_timer_ps, self._timer_cb)
+        # A CNP restarts the increase timer: events armed before it are stale.
+        self.timer_gen += 1
+        self.qp.sim.after(p.increase_timer_ps, self._timer_cb, self.timer_gen)
 
     def on_sent(self, size: int) -> None:
         if self.rc >= self.line_rate_bps:
@@ -75,15 +75,13 @@ class Dcqcn:
             self.byte_rounds += 1
             self._increase()
 
-    def _on_timer(self, _: object) -> None:
-        self.timer_armed = False
-        if self.rc >= self.line_rate_bps or self.qp.sender_done:
+    def _on_timer(self, gen: int) -> None:
+        if gen != self.timer_gen or self.rc >= self.line_rate_bps or self.qp.sender_done:
             return
         self.timer_rounds += 1
         self._increase()
         if self.rc < self.line_rate_bps:
-            self.timer_armed = True
-            self.qp.sim.after(self.p.increase_timer_ps, self._timer_cb)
+            self.qp.sim.after(self.p.increase_timer_ps, self._timer_cb, gen)
 
     def _increase(self) -> None:
         f = self.p.fast_recovery_rounds
