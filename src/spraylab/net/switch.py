@@ -75,22 +75,11 @@ class Switch:
         program = self.program
         if program is not None and not program.on_packet(self, pkt):
             return
-        cands = self.table[pkt.dst]
-        n = len(cands)
-        if n == 1:
-            port = cands[0]
-        elif n:
-            port = self.select(self, pkt, cands)
-        else:  # destination unreachable (failed links, before or after reconvergence)
-            sim_drop(self.sim, pkt)
-            return
-        if pkt.kind == DATA:
-            port.send(pkt)
-        else:
-            port.send_control(pkt)
+        self.forward(pkt)
 
     def forward(self, pkt: Packet) -> None:
-        """Forward without running the ToR program again (used by programs releasing packets)."""
+        """Pick the egress among the equal-cost candidates and send. ToR programs call this
+        to release packets they held (it does not run the program again)."""
         cands = self.table[pkt.dst]
         n = len(cands)
         if n == 1:

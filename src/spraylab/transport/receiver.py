@@ -115,8 +115,21 @@ class Receiver:
             self.nacks_sent += 1
             self._reply(NACK, pkt)
 
-    def _accepted(self, pkt: Packet) -> None:
-        """Advance ePSN over everything received, ACK per coalescing, detect completion."""
+    def _place(self, pkt: Packet) -> None:
+        self.received[pkt.psn] = 1
+        self.delivered_bytes += pkt.payload
+
+    def _gap(self, pkt: Packet) -> None:
+        """An out-of-order arrival: NACK the ePSN (and CNP, where the RNIC does so)."""
+        self.ooo_arrivals += 1
+        self._maybe_nack(pkt)
+        if self.cnp_on_ooo:
+            self._maybe_cnp(pkt)
+
+    def _in_order(self, pkt: Packet) -> None:
+        """Place the ePSN packet, advance ePSN over everything received, ACK per coalescing,
+        detect completion."""
+        self._place(pkt)
         received = self.received
         epsn = self.epsn
         n = self.n_packets
@@ -132,12 +145,16 @@ class Receiver:
             self.finish_ps = self.sim.now
             self.net.on_flow_received(self.qp)
 
-    def _duplicate(self, pkt: Packet) -> None:
+    def _duplicate(self, pkt: Packet, nack: bool = False) -> None:
+        """A PSN received before: ACK it, or NAK it when the hole at ePSN is still open."""
         self.duplicates += 1
         if pkt.retx:
             self.spurious += 1
-        self.acks_sent += 1
-        self._reply(ACK, pkt)
+        if nack:
+            self._maybe_nack(pkt)
+        else:
+            self.acks_sent += 1
+            self._reply(ACK, pkt)
 
     def on_data(self, pkt: Packet) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -153,15 +170,10 @@ class GoBackNReceiver(Receiver):
         psn = pkt.psn
         epsn = self.epsn
         if psn == epsn:
-            self.received[psn] = 1
-            self.delivered_bytes += pkt.payload
-            self._accepted(pkt)
+            self._in_order(pkt)
         elif psn > epsn:
-            self.ooo_arrivals += 1
             self.discards += 1
-            self._maybe_nack(pkt)
-            if self.cnp_on_ooo:
-                self._maybe_cnp(pkt)
+            self._gap(pkt)
         else:
             self._duplicate(pkt)
 
@@ -180,27 +192,17 @@ class SelectiveRepeatReceiver(Receiver):
         psn = pkt.psn
         epsn = self.epsn
         if psn == epsn:
-            self.received[psn] = 1
-            self.delivered_bytes += pkt.payload
-            self._accepted(pkt)
+            self._in_order(pkt)
+        elif psn >= epsn + self.bitmap:
+            self.discards += 1
         elif psn > epsn:
-            if psn >= epsn + self.bitmap:
-                self.discards += 1
-                return
             if self.received[psn]:
-                # A duplicate above ePSN (e.g. after a go-back-N resend on timeout) means the
-                # hole at ePSN is still open: a sequence error, which the RNIC NAKs.
-                self.duplicates += 1
-                if pkt.retx:
-                    self.spurious += 1
-                self._maybe_nack(pkt)
+                # e.g. after a go-back-N resend on timeout: the hole at ePSN is still open,
+                # a sequence error, which the RNIC NAKs.
+                self._duplicate(pkt, nack=True)
                 return
-            self.received[psn] = 1
-            self.delivered_bytes += pkt.payload
-            self.ooo_arrivals += 1
-            self._maybe_nack(pkt)
-            if self.cnp_on_ooo:
-                self._maybe_cnp(pkt)
+            self._place(pkt)
+            self._gap(pkt)
         else:
             self._duplicate(pkt)
 
@@ -215,16 +217,14 @@ class IdealReceiver(Receiver):
         psn = pkt.psn
         if self.received[psn]:
             self._duplicate(pkt)
-            return
-        self.received[psn] = 1
-        self.delivered_bytes += pkt.payload
-        if psn != self.epsn:
+        elif psn == self.epsn:
+            self._in_order(pkt)
+        else:
+            self._place(pkt)
             self.ooo_arrivals += 1
             # SACK at once so the sender learns of this PSN even while ePSN is stuck.
             self.acks_sent += 1
             self._reply(ACK, pkt)
-            return
-        self._accepted(pkt)
 
 
 RECEIVERS: dict[str, type[Receiver]] = {
