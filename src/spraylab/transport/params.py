@@ -16,7 +16,7 @@ class DcqcnParams:
     g: float = 1 / 256
     alpha_timer_ps: int = 55_000_000
     increase_timer_ps: int = 300_000_000
-    byte_counter_bytes: int = 10_000_000
+    byte_counter_bytes: int = 10_000_000  # DCQCN paper; a small counter starves slow flows under PFC
     fast_recovery_rounds: int = 5
     rate_ai_bps_per_100g: int = 40_000_000
     rate_hai_bps_per_100g: int = 200_000_000
