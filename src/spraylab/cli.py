@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
+import tomllib
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -17,7 +17,7 @@ from spraylab.progress import RunProgress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="spraylab: load balancing for AI-training networks.")
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)  # one problem, one line, whatever the width
 
 SetOption = Annotated[
     list[str] | None,
@@ -189,14 +189,65 @@ def run_command(
 
 @app.command("compare")
 def compare_command(
-    scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name")],
-    lb: Annotated[str, typer.Option("--lb", help="Schemes to compare, e.g. ecmp,rps,rps/ideal (scheme/recovery)")] = "ecmp,rps",
+    scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name, or a sweep results directory")],
+    lb: Annotated[
+        str | None, typer.Option("--lb", help="Schemes to compare, e.g. ecmp,rps,rps/ideal (scheme/recovery)")
+    ] = None,
     set_: SetOption = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Directory for results and PNG plots")] = None,
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="Sweep results: the column ratios are taken to, e.g. ecmp")
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option("--by", help="Sweep results: axes whose values are the columns (default lb.scheme), e.g. lb.scheme,transport.recovery"),
+    ] = None,
+    metrics: Annotated[
+        str | None, typer.Option("--metrics", help="Sweep results: summary keys to show, e.g. slowdown_p99,fct_mean_ps")
+    ] = None,
 ) -> None:
-    """Run one scenario under several schemes: a table and plots (FCT-slowdown CDF, uplink utilization)."""
+    """Run one scenario under several schemes (table + plots), or tabulate a sweep's results
+    directory: metric x scheme, mean ± 95% CI over seeds, ratio to a baseline, grouped by the other axes."""
+    if Path(scenario).is_dir():
+        if lb is not None or set_ or out is not None:
+            raise UsageError(f"{scenario}: --lb, --set and --out apply to a scenario, not to a sweep results directory")
+        compare_sweep(Path(scenario), baseline, _split(by), _split(metrics))
+        return
+    if baseline is not None or by is not None or metrics is not None:
+        raise UsageError("--baseline, --by and --metrics apply to a sweep results directory (see spraylab sweep)")
     sc = load_scenario(scenario, parse_overrides(set_))
-    compare_scenario(sc, parse_variants(lb), out or Path("out") / f"compare-{sc.name}")
+    compare_scenario(sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}")
+
+
+def _split(text: str | None) -> list[str] | None:
+    items = [item.strip() for item in (text or "").split(",") if item.strip()]
+    return items or None
+
+
+def compare_sweep(directory: Path, baseline: str | None, by: list[str] | None, metrics: list[str] | None) -> None:
+    from spraylab.report import METRIC_LABEL, ReportError, cell_text, compare_tables, sweep_data
+    from spraylab.store import StoreError
+
+    try:
+        data = sweep_data(directory, by)
+        tables = compare_tables(data, baseline, metrics)
+    except (ReportError, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    counts = data.counts()
+    over = f"mean ± 95% CI over {data.over}" if data.over else "one run per cell"
+    console.print(
+        f"[bold]{data.name}[/]: {len(data.points)} runs ({counts['done']} done, {counts['failed']} failed, "
+        f"{counts['missing'] + counts['corrupt']} missing); {over}; ratios to {tables[0].baseline if tables else '-'}"
+    )
+    for table in tables:
+        rt = Table(title=table.group.title, title_justify="left")
+        rt.add_column("metric")
+        for c in table.columns:
+            note = f" +{table.failed[c]} not done" if table.failed[c] else ""
+            rt.add_column(f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}", justify="right")
+        for key, kind, cells in table.rows:
+            rt.add_row(METRIC_LABEL.get(key, key), *(cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)))
+        console.print(rt)
 
 
 DEMO_VARIANTS = "ecmp,rps,rps/ideal"
@@ -228,14 +279,15 @@ def list_command() -> None:
         params = ", ".join(f"{k}={v.default!r}" for k, v in cls.Params.model_fields.items()) or "-"
         table.add_row(name, cls.where, cls.summary, params)
     console.print(table)
+    import typing
+
     topo = Table(title="topologies (topology.kind)", title_justify="left")
     topo.add_column("kind")
     topo.add_column("keys")
     for model in (LeafSpineTopology, FatTreeTopology, RailTopology):
-        topo.add_row(model.model_fields["kind"].default or "", ", ".join(k for k in model.model_fields if k != "kind"))
+        kind = typing.get_args(model.model_fields["kind"].annotation)[0]
+        topo.add_row(kind, ", ".join(k for k in model.model_fields if k != "kind"))
     console.print(topo)
-    import typing
-
     work = Table(title="workloads (workload.kind)", title_justify="left")
     work.add_column("kind")
     work.add_column("keys")
@@ -250,9 +302,93 @@ def list_command() -> None:
     console.print(f"presets (use in place of a scenario file): {', '.join(preset_names())}")
 
 
+@app.command("sweep")
+def sweep_command(
+    sweep: Annotated[Path, typer.Argument(help="Sweep TOML file: a base scenario plus [axes]")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Results store directory (default out/sweep-NAME)")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: CPU count)")] = None,
+    executor: Annotated[str, typer.Option("--executor", "-e", help="local (process pool) or ray")] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster address (auto, ray://head:10001); default: start a local Ray")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rerun every point, even those complete in the store")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and list the points; run nothing")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar")] = True,
+) -> None:
+    """Run a sweep (the cartesian product of its axes) into a resumable results store; an
+    interrupted sweep reruns only the missing runs. Exit code 1 if a run failed."""
+    import signal
+
+    from spraylab.executors import EXECUTORS, ExecutorError
+    from spraylab.store import Store, StoreLocked
+    from spraylab.sweep import Sweep, plan, run_sweep
+    from spraylab.sweep_progress import SweepProgress
+
+    if executor not in EXECUTORS:
+        raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
+    if address and executor != "ray":
+        raise UsageError("--address: only meaningful with --executor ray")
+    definition = Sweep.load(sweep)
+    target = out or Path("out") / f"sweep-{definition.name}"
+    todo, have = plan(definition, Store(target), force)
+    console.print(
+        f"[bold]sweep {definition.name}[/]: {len(definition.points)} runs over "
+        + ", ".join(f"{k} ({len(v)})" for k, v in definition.axes.items())
+        + f"; {len(have)} already in {target}/"
+    )
+    if dry_run:
+        done_keys = {p.key for p in have}
+        for point in definition.points:
+            console.print(f"  {point.key}  {'done  ' if point.key in done_keys else 'to run'}  {point.label}", markup=False, highlight=False)
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    display = SweepProgress(err_console, enabled=progress)
+    try:
+        outcome = run_sweep(definition, target, jobs=jobs, executor=executor, address=address, force=force, events=display)
+    except (ExecutorError, StoreLocked) as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    console.print(outcome.line(), markup=False, highlight=False)
+    if outcome.failed:
+        console.print(f"failed runs are recorded in {target}/runs/<key>/error.json and rerun by the next sweep", highlight=False)
+    console.print(f"results in {target}/: spraylab compare {target}; spraylab report {target}", highlight=False)
+    if outcome.interrupted:
+        sys.exit(130)
+    if outcome.failed:
+        sys.exit(1)  # (typer.Exit would only become app()'s return value in main())
+
+
+@app.command("report")
+def report_command(
+    directory: Annotated[Path, typer.Argument(help="A sweep results directory")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Report directory (default DIR/report)")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="The column ratios are taken to, e.g. ecmp")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Axes whose values are the columns (default lb.scheme)")] = None,
+) -> None:
+    """Write PNG plots (FCT-slowdown CDF, slowdown by size, CCT/busbw, uplink heatmap, reorder CDF)
+    and a self-contained report.html for a sweep's results."""
+    from spraylab.report import ReportError, build_report
+    from spraylab.store import StoreError
+
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: no such directory (give a sweep results directory)")
+    try:
+        report = build_report(directory, out, _split(by), baseline)
+    except (ReportError, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    console.print(f"{len(report.plots)} plots and {report.html} written", highlight=False)
+
+
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        # Non-standalone mode hands back a typer.Exit's code instead of exiting.
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
     except ScenarioError as exc:
         for line in exc.lines:
             err_console.print(f"error: {line}", markup=False, highlight=False)
@@ -263,17 +399,14 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(1)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+    except Exception as exc:  # click's usage errors arrive here in non-standalone mode
+        show = getattr(exc, "show", None)
+        if show is None or not hasattr(exc, "exit_code"):
+            raise
+        show()
+        sys.exit(exc.exit_code)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,485 @@
+"""Sweeps: a base scenario plus axes, run as independent processes into a results store.
+
+A sweep file is TOML::
+
+    name = "websearch-lb"            # optional (default: the file name)
+    base = "../websearch.toml"       # optional: a scenario file (relative to this file) or a preset
+    baseline = "ecmp"                # optional: default baseline column of `compare` and `report`
+
+    [topology]                       # optional inline scenario sections, merged over the base
+    leaves = 4
+
+    [axes]                           # dotted key → list of values; the runs are the cartesian product
+    "lb.scheme" = ["ecmp", "rps", "dfs"]
+    "workload.load" = [0.3, 0.6]
+    "run.seed" = [1, 2, 3]
+
+An axis value may be a table that replaces a whole section (``lb = [{scheme = "ecmp"},
+{scheme = "dfs", max_paths = 4}]``) or a list (``"topology.events" = [[], [{...}]]``). When an
+axis sets ``lb.scheme``, the base's other ``lb`` parameters carry over only where the new scheme
+accepts them. Every point is validated before anything runs; problems come back as one line each,
+naming the axis key and value.
+
+Each point's scenario is normalized (``run.progress = false``, ``output.dir = ""``: they do not
+change results) and keyed by the hash of its full scenario (:func:`spraylab.store.scenario_key`).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from spraylab.config import Scenario, ScenarioError, set_dotted, validate
+from spraylab.executors import Executor, Outcome, make_executor
+from spraylab.store import Store, scenario_key
+
+SWEEP_KEYS = ("name", "base", "baseline", "axes")
+SEED_AXIS = "run.seed"
+
+
+# --- definition ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run of a sweep: its axis values (in axis order), its scenario and store key."""
+
+    index: int
+    values: dict[str, Any]
+    scenario: Scenario
+    key: str
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {k: value_label(v) for k, v in self.values.items()}
+
+    @property
+    def label(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.labels.items())
+
+
+@dataclass
+class Sweep:
+    name: str
+    base: dict[str, Any]  # the raw base scenario (base file merged with inline sections)
+    axes: dict[str, list[Any]]
+    points: list[Point]
+    source: str = ""
+    baseline: str | None = None
+
+    @classmethod
+    def load(cls, path: str | Path) -> Sweep:
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ScenarioError([f"{path}: cannot read sweep file ({exc.strerror})"]) from None
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ScenarioError([f"{path}: not valid TOML: {exc}"]) from None
+        return cls.from_dict(data, source=str(path), base_dir=path.parent, default_name=path.stem)
+
+    @classmethod
+    def from_dict(
+        cls, data: dict[str, Any], source: str = "", base_dir: Path | None = None, default_name: str = "sweep"
+    ) -> Sweep:
+        where = f"{source}: " if source else ""
+        allowed = (*SWEEP_KEYS, *Scenario.model_fields)
+        unknown = [k for k in data if k not in allowed]
+        if unknown:
+            raise ScenarioError(
+                [
+                    f"{where}{k} = {data[k]!r}: unknown key; allowed keys: {', '.join(allowed)}"
+                    for k in unknown
+                ]
+            )
+        for key in ("name", "base", "baseline"):
+            if key in data and not isinstance(data[key], str):
+                raise ScenarioError([f"{where}{key} = {data[key]!r}: must be a string"])
+        base = _load_base(data.get("base"), base_dir or Path("."), where)
+        inline = {k: v for k, v in data.items() if k in Scenario.model_fields}
+        base = deep_merge(base, inline)
+        axes = _check_axes(data.get("axes"), where)
+        points = build_points(base, axes, where)
+        return cls(
+            name=data.get("name") or default_name,
+            base=base,
+            axes=axes,
+            points=points,
+            source=source,
+            baseline=data.get("baseline"),
+        )
+
+    def index(self) -> dict[str, Any]:
+        """The JSON index written as ``sweep.json`` in the store."""
+        from spraylab import __version__
+
+        return {
+            "format": 1,
+            "name": self.name,
+            "source": self.source,
+            "baseline": self.baseline,
+            "spraylab": __version__,
+            "axes": [
+                {"key": k, "values": list(vs), "labels": [value_label(v) for v in vs]}
+                for k, vs in self.axes.items()
+            ],
+            "base": self.base,
+            "points": [{"key": p.key, "values": p.values, "labels": p.labels} for p in self.points],
+        }
+
+
+def value_label(value: Any) -> str:
+    """A short text for an axis value: the scheme name for an ``lb`` table, compact JSON otherwise."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, dict) and "scheme" in value:
+        params = ",".join(f"{k}={value_label(v)}" for k, v in value.items() if k != "scheme")
+        return f"{value['scheme']}({params})" if params else str(value["scheme"])
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _load_base(base: str | None, base_dir: Path, where: str) -> dict[str, Any]:
+    if base is None:
+        return {}
+    path = base_dir / base
+    if not path.is_file():
+        from importlib import resources
+
+        preset = resources.files("spraylab.presets") / f"{base}.toml"
+        if preset.is_file():
+            return tomllib.loads(preset.read_text())
+        raise ScenarioError([f"{where}base = {base!r}: no such scenario file ({path}) or preset"])
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError([f"{where}base = {base!r}: not valid TOML: {exc}"]) from None
+
+
+def _check_axes(axes: Any, where: str) -> dict[str, list[Any]]:
+    if not isinstance(axes, dict) or not axes:
+        raise ScenarioError(
+            [f'{where}[axes]: missing or empty; give at least one, e.g. "lb.scheme" = ["ecmp", "rps"]']
+        )
+    problems = []
+    out: dict[str, list[Any]] = {}
+    for key, values in _flatten_axes(axes):
+        section = key.split(".")[0]
+        if section not in Scenario.model_fields:
+            problems.append(
+                f"{where}axes.{key}: unknown section {section!r}; allowed: {', '.join(Scenario.model_fields)}"
+            )
+        elif not isinstance(values, list) or not values:
+            problems.append(f"{where}axes.{key} = {values!r}: must be a non-empty list of values")
+        elif len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
+            problems.append(f"{where}axes.{key} = {values!r}: repeated value")
+        else:
+            out[key] = values
+    if problems:
+        raise ScenarioError(problems)
+    return out
+
+
+def _flatten_axes(axes: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    """``"lb.scheme" = [...]`` and ``[axes.lb] scheme = [...]`` both give the key ``lb.scheme``."""
+    items = []
+    for key, value in axes.items():
+        if isinstance(value, dict):
+            items.extend(_flatten_axes(value, f"{prefix}{key}."))
+        else:
+            items.append((f"{prefix}{key}", value))
+    return items
+
+
+def apply_axes(base: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
+    """The raw scenario of one point: the base with the axis values set."""
+    data = copy.deepcopy(base)
+    for key, value in values.items():
+        if key == "lb.scheme":
+            data["lb"] = _switch_scheme(data.get("lb", {}), value)
+        else:
+            set_dotted(data, key, copy.deepcopy(value))
+    return data
+
+
+def _switch_scheme(lb: dict[str, Any], scheme: Any) -> dict[str, Any]:
+    """A new scheme keeps only the base parameters it accepts."""
+    from spraylab.lb.base import REGISTRY, load_builtin_schemes
+
+    load_builtin_schemes()
+    cls = REGISTRY.get(scheme) if isinstance(scheme, str) else None
+    if cls is None or not isinstance(lb, dict):
+        return {"scheme": scheme}  # validation reports the unknown scheme
+    return {"scheme": scheme, **{k: v for k, v in lb.items() if k in cls.Params.model_fields}}
+
+
+def normalize(scenario: Scenario) -> Scenario:
+    """Settings that do not change a run's result are fixed, so they do not change its key."""
+    data = scenario.to_dict()
+    data["run"]["progress"] = False
+    data["output"]["dir"] = ""
+    return validate(data)
+
+
+def build_points(base: dict[str, Any], axes: dict[str, list[Any]], where: str = "") -> list[Point]:
+    """Validate every point of the product; one error line per problem, attributed to the base
+    scenario or to an axis value when that alone explains it, else to the point."""
+    points: list[Point] = []
+    failures: list[tuple[dict[str, Any], list[str]]] = []
+    keys = list(axes)
+    for i, combo in enumerate(itertools.product(*axes.values())):
+        values = dict(zip(keys, combo))
+        try:
+            scenario = normalize(validate(apply_axes(base, values)))
+        except ScenarioError as exc:
+            failures.append((values, exc.lines))
+            continue
+        points.append(Point(i, values, scenario, scenario_key(scenario.to_dict())))
+    if failures:
+        raise ScenarioError(_unique(_attribute(base, failures, where)))
+    problems = []
+    seen: dict[str, Point] = {}
+    for p in points:
+        if p.key in seen:
+            problems.append(
+                f"{where}point {p.label}: same scenario as point {seen[p.key].label} (an axis value has no effect)"
+            )
+        seen[p.key] = p
+    if problems:
+        raise ScenarioError(_unique(problems))
+    return points
+
+
+def _errors_of(data: dict[str, Any]) -> list[str]:
+    try:
+        validate(data)
+    except ScenarioError as exc:
+        return exc.lines
+    return []
+
+
+def _attribute(
+    base: dict[str, Any], failures: list[tuple[dict[str, Any], list[str]]], where: str
+) -> list[str]:
+    base_errors = set(_errors_of(base))
+    single: dict[tuple[str, str], set[str]] = {}
+    problems = []
+    for values, lines in failures:
+        for line in lines:
+            if line in base_errors:
+                problems.append(f"{where}base scenario: {line}")
+                continue
+            for key, value in values.items():
+                cache_key = (key, json.dumps(value, sort_keys=True))
+                if cache_key not in single:
+                    single[cache_key] = set(_errors_of(apply_axes(base, {key: value})))
+                if line in single[cache_key]:
+                    text = line if line.startswith(f"{key} ") else f"{key} = {value!r}: {line}"
+                    problems.append(f"{where}axes: {text}")
+                    break
+            else:
+                label = ", ".join(f"{k}={value_label(v)}" for k, v in values.items())
+                problems.append(f"{where}point {label}: {line}")
+    return problems
+
+
+def _unique(lines: list[str]) -> list[str]:
+    return list(dict.fromkeys(lines))
+
+
+# --- running ------------------------------------------------------------------------------
+
+
+@dataclass
+class SweepOutcome:
+    total: int
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    interrupted: bool = False
+    failures: list[tuple[Point, dict[str, Any]]] = field(default_factory=list)
+    executed: list[str] = field(default_factory=list)  # keys run in this invocation
+    wall_s: float = 0.0
+
+    @property
+    def not_run(self) -> int:
+        return self.total - self.done - self.failed - self.skipped
+
+    def line(self) -> str:
+        text = f"{self.total} runs: {self.done} done, {self.failed} failed, {self.skipped} skipped"
+        if self.interrupted:
+            text = f"interrupted: {text}, {self.not_run} not run"
+        return text
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed and not self.interrupted
+
+
+class SweepEvents:
+    """Hooks for a progress display (all optional)."""
+
+    def start(self, sweep: Sweep, to_run: int, skipped: int) -> None: ...
+
+    def finished(self, point: Point, outcome: Outcome) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+def plan(sweep: Sweep, store: Store, force: bool = False) -> tuple[list[Point], list[Point]]:
+    """(points to run, points already complete in the store)."""
+    if force:
+        return list(sweep.points), []
+    todo, have = [], []
+    for point in sweep.points:
+        (have if store.status(point.key) == "done" else todo).append(point)
+    return todo, have
+
+
+def run_sweep(
+    sweep: Sweep,
+    out: str | Path,
+    jobs: int | None = None,
+    executor: str | Executor = "local",
+    address: str | None = None,
+    force: bool = False,
+    events: SweepEvents | None = None,
+    poll_s: float = 0.5,
+) -> SweepOutcome:
+    """Run the points of ``sweep`` that are not complete in the store at ``out``.
+
+    Failed runs are recorded in the store (``error.json``) and retried by the next invocation;
+    the sweep goes on. Ctrl-C stops it: runs in flight are abandoned, finished ones are kept."""
+    store = Store(out)
+    events = events or SweepEvents()
+    start = time.perf_counter()
+    with store.lock():
+        store.remove_stale()
+        store.write_index(sweep.index())
+        todo, have = plan(sweep, store, force)
+        outcome = SweepOutcome(total=len(sweep.points), skipped=len(have))
+        session = uuid.uuid4().hex[:12]
+        if not todo:
+            outcome.wall_s = time.perf_counter() - start
+            store.log("sweep-start", session=session, total=outcome.total, to_run=0, skipped=len(have))
+            store.log("sweep-end", session=session, **_counts(outcome))
+            return outcome
+        pool = make_executor(executor, jobs, address) if isinstance(executor, str) else executor
+        store.log("sweep-start", session=session, total=outcome.total, to_run=len(todo), skipped=len(have))
+        executor_name = pool.name
+        events.start(sweep, len(todo), len(have))
+        pending: dict[Any, Point] = {}
+        queue = list(reversed(todo))
+        cancel = False
+        try:
+            while queue or pending:
+                while queue and len(pending) < pool.slots:
+                    point = queue.pop()
+                    pending[pool.submit(point.scenario.to_dict())] = point
+                for handle, result in pool.wait(pending, timeout=poll_s):
+                    point = pending.pop(handle)
+                    _record(store, point, result, outcome, session, executor_name)
+                    events.finished(point, result)
+        except KeyboardInterrupt:
+            outcome.interrupted = True
+            cancel = True
+        finally:
+            pool.shutdown(cancel=cancel or bool(pending))
+            events.stop()
+            outcome.wall_s = time.perf_counter() - start
+            store.log("sweep-end", session=session, **_counts(outcome))
+    return outcome
+
+
+def _record(
+    store: Store, point: Point, result: Outcome, outcome: SweepOutcome, session: str, executor: str
+) -> None:
+    timing = {**result.timing, "executor": executor}
+    if result.result is not None and scenario_key(result.result.scenario) != point.key:
+        # e.g. a Ray worker with another spraylab version: its result is not this point's
+        message = (
+            "the worker ran a different scenario than submitted (another spraylab version on the worker?)"
+        )
+        result = Outcome(
+            error={"type": "KeyMismatch", "message": message, "traceback": message + "\n"},
+            timing=result.timing,
+        )
+    if result.result is not None:
+        store.write_result(point.key, result.result, timing)
+        outcome.done += 1
+        store.log(
+            "run-done",
+            session=session,
+            key=point.key,
+            point=point.label,
+            wall_s=result.result.summary.get("wall_s"),
+        )
+    else:
+        error = {**(result.error or {}), "point": point.values, "timing": timing}
+        store.write_failure(point.key, point.scenario.to_dict(), error)
+        outcome.failed += 1
+        outcome.failures.append((point, error))
+        store.log("run-failed", session=session, key=point.key, point=point.label, error=error.get("message"))
+    outcome.executed.append(point.key)
+
+
+def _counts(outcome: SweepOutcome) -> dict[str, Any]:
+    return {
+        "total": outcome.total,
+        "done": outcome.done,
+        "failed": outcome.failed,
+        "skipped": outcome.skipped,
+        "interrupted": outcome.interrupted,
+        "wall_s": round(outcome.wall_s, 3),
+    }
+
+
+# --- reading a finished sweep ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredPoint:
+    key: str
+    values: dict[str, Any]
+    labels: dict[str, str]
+    status: str
+
+
+def stored_points(store: Store, check: Callable[[str], str] | None = None) -> list[StoredPoint]:
+    """The points of the store's index with their current status (done, failed, missing, corrupt)."""
+    index = store.read_index()
+    order = [axis["key"] for axis in index["axes"]]  # JSON objects come back sorted: restore axis order
+    status = check or store.status
+    return [
+        StoredPoint(
+            p["key"],
+            {k: p["values"][k] for k in order},
+            {k: p["labels"][k] for k in order},
+            status(p["key"]),
+        )
+        for p in index["points"]
+    ]

@@ -1,0 +1,248 @@
+"""Compare tables and the HTML report of a small sweep: every PNG is a real plot of the data
+(checked by reading the plotted data back from the returned figures and recomputing it straight
+from the stored Parquet tables), and the HTML references only files it ships."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import urlparse
+
+import matplotlib.image
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.container import BarContainer
+from typer.testing import CliRunner
+
+from spraylab.cli import UsageError, app
+from spraylab.report import build_report, compare_tables, sweep_data
+from spraylab.stats import t95
+from spraylab.sweep import Sweep, run_sweep
+
+SWEEP = """
+name = "report-test"
+baseline = "ecmp"
+
+[topology]
+leaves = 2
+spines = 2
+hosts_per_leaf = 2
+host_rate = "100Gbps"
+
+# two flow sizes (two size buckets) and a collective (CCT and busbw)
+[[workload]]
+kind = "random_pairs"
+size = "50KB"
+flows = 6
+
+[[workload]]
+kind = "random_pairs"
+size = "300KB"
+flows = 6
+
+[[workload]]
+kind = "collective"
+collective = "allreduce"
+size = "400KB"
+
+[axes]
+"lb.scheme" = ["ecmp", "rps"]
+"transport.recovery" = ["gbn", "sr"]
+"run.seed" = [1, 2]
+"""
+
+SCHEMES = ["ecmp", "rps"]
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("report")
+    (d / "sweep.toml").write_text(SWEEP)
+    outcome = run_sweep(Sweep.load(d / "sweep.toml"), d / "store", jobs=2)
+    assert outcome.line() == "8 runs: 8 done, 0 failed, 0 skipped"
+    return d / "store"
+
+
+def runs_of(store: Path, scheme: str, recovery: str) -> list[Path]:
+    """Run directories of one cell, found from the stored scenarios (not from the report code)."""
+    out = []
+    for d in sorted((store / "runs").iterdir()):
+        sc = json.loads((d / "scenario.json").read_text())
+        if sc["lb"]["scheme"] == scheme and sc["transport"]["recovery"] == recovery:
+            out.append(d)
+    assert len(out) == 2
+    return out
+
+
+def table(run_dir: Path, name: str) -> pd.DataFrame:
+    return pd.read_parquet(run_dir / f"{name}.parquet")
+
+
+def ci(values: list[float]) -> tuple[float, float]:
+    mean = float(np.mean(values))
+    return mean, t95(len(values) - 1) * float(np.std(values, ddof=1)) / math.sqrt(len(values))
+
+
+def test_compare_tables_mean_ci_and_ratio(store_dir: Path) -> None:
+    data = sweep_data(store_dir)
+    assert data.by == ["lb.scheme"] and data.over == "run.seed" and data.columns == SCHEMES
+    tables = compare_tables(data)  # baseline from the sweep file: ecmp
+    assert [t.group.title for t in tables] == ["transport.recovery = gbn", "transport.recovery = sr"]
+    for t in tables:
+        recovery = t.group.values["transport.recovery"]
+        assert t.baseline == "ecmp" and t.n == {"ecmp": 2, "rps": 2}
+        rows = {key: cells for key, _, cells in t.rows}
+        assert {"slowdown_mean", "fct_p99_ps", "cct_mean_ps", "busbw_mean_bps", "retx_ratio"} <= set(rows)
+        means = {}
+        for i, scheme in enumerate(SCHEMES):
+            values = [
+                json.loads((d / "summary.json").read_text())["fct_p99_ps"]
+                for d in runs_of(store_dir, scheme, recovery)
+            ]
+            mean, half = ci(values)
+            cell = rows["fct_p99_ps"][i]
+            assert cell.estimate.mean == pytest.approx(mean) and cell.estimate.half_width == pytest.approx(
+                half
+            )
+            means[scheme] = mean
+        assert rows["fct_p99_ps"][0].ratio == pytest.approx(1.0)
+        assert rows["fct_p99_ps"][1].ratio == pytest.approx(means["rps"] / means["ecmp"])
+    by_both = sweep_data(store_dir, by=["lb.scheme", "transport.recovery"])
+    assert by_both.columns == ["ecmp/gbn", "ecmp/sr", "rps/gbn", "rps/sr"] and len(by_both.groups) == 1
+
+
+def test_cli_compare_on_a_results_directory(store_dir: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(
+        app, ["compare", str(store_dir), "--baseline", "rps", "--metrics", "slowdown_mean,fct_p99_ps"]
+    )
+    assert r.exit_code == 0, r.output
+    assert "rps (baseline)" in r.output and "transport.recovery = sr" in r.output
+    assert "FCT slowdown mean" in r.output and "×)" in r.output and "±" in r.output
+    r = runner.invoke(app, ["compare", str(store_dir), "--baseline", "nope"])
+    assert isinstance(r.exception, UsageError) and "--baseline 'nope': not a column" in str(r.exception)
+    r = runner.invoke(app, ["compare", str(store_dir), "--by", "lb.nope"])
+    assert isinstance(r.exception, UsageError) and "not an axis of this sweep" in str(r.exception)
+
+
+class Refs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.refs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.refs.extend(v for k, v in attrs if k in ("src", "href") and v is not None)
+
+
+def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, tmp_path: Path) -> None:
+    report = build_report(store_dir, tmp_path / "report", keep_figures=True)
+    kinds = ["slowdown_cdf", "slowdown_by_size", "cct", "busbw", "uplink_heatmap", "reorder_cdf"]
+    groups = ["g1-recovery-gbn", "g2-recovery-sr"]
+    assert sorted(p.file for p in report.plots) == sorted(f"{k}-{g}.png" for k in kinds for g in groups)
+
+    for plot in report.plots:
+        path = report.directory / plot.file
+        fig = plot.figure
+        assert fig is not None
+        # The PNG is this figure: re-rendering it gives the same bytes; and it is not blank.
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=110)
+        assert buf.getvalue() == path.read_bytes(), plot.file
+        pixels = matplotlib.image.imread(path)
+        assert pixels.shape[0] >= 250 and pixels.shape[1] >= 500 and float(pixels[..., :3].std()) > 0.05
+
+        recovery = "gbn" if "-g1-" in plot.file else "sr"
+        ax = fig.axes[0]
+        kind = plot.file.split("-g")[0]
+        runs = {s: runs_of(store_dir, s, recovery) for s in SCHEMES}
+        if kind in ("slowdown_cdf", "reorder_cdf"):
+            lines = {line.get_label(): line for line in ax.get_lines()}
+            assert sorted(lines) == SCHEMES
+            for s in SCHEMES:
+                flows = pd.concat([table(d, "flows") for d in runs[s]])
+                if kind == "slowdown_cdf":
+                    expected = np.sort(flows.loc[flows["completed"], "slowdown"].to_numpy(dtype=float))
+                else:
+                    expected = np.sort(flows["max_reorder"].to_numpy(dtype=float))
+                x, y = lines[s].get_xdata(), lines[s].get_ydata()
+                np.testing.assert_allclose(x, expected)
+                np.testing.assert_allclose(y, np.arange(1, len(expected) + 1) / len(expected))
+                lo, hi = ax.get_xlim()
+                assert lo <= expected.min() and hi >= expected.max()
+        elif kind == "slowdown_by_size":
+            assert [t.get_text() for t in ax.get_xticklabels()] == ["10KB-100KB", "100KB-1MB"]
+            bars = [c for c in ax.containers if isinstance(c, BarContainer)]
+            assert len(bars) == len(SCHEMES)
+            for container, s in zip(bars, SCHEMES):
+                assert container.get_label() == s
+                per_run = []
+                for d in runs[s]:
+                    f = table(d, "flows")
+                    f = f[f["completed"]]
+                    per_run.append(
+                        [
+                            f.loc[f["size_bytes"] <= 100_000, "slowdown"].mean(),
+                            f.loc[f["size_bytes"] > 100_000, "slowdown"].mean(),
+                        ]
+                    )
+                heights = [bar.get_height() for bar in container.patches]
+                np.testing.assert_allclose(heights, np.mean(per_run, axis=0))
+        elif kind in ("cct", "busbw"):
+            column, scale = ("cct_ps", 1e6) if kind == "cct" else ("busbw_bps", 1e9)
+            assert [t.get_text() for t in ax.get_xticklabels()] == SCHEMES
+            (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
+            heights = [bar.get_height() for bar in bars.patches]
+            expected = []
+            for s in SCHEMES:
+                per_run = []
+                for d in runs[s]:
+                    g = table(d, "groups")
+                    v = g[column].to_numpy(dtype=float)
+                    per_run.append(v[np.isfinite(v) & (v >= 0)].mean())
+                expected.append(np.mean(per_run) / scale)
+            np.testing.assert_allclose(heights, expected)
+            assert ax.get_ylim()[1] >= max(expected)
+        elif kind == "uplink_heatmap":
+            image = ax.images[0]
+            assert [t.get_text() for t in ax.get_yticklabels()] == SCHEMES
+            links = [t.get_text() for t in ax.get_xticklabels()]
+            assert links == ["leaf0->spine0", "leaf0->spine1", "leaf1->spine0", "leaf1->spine1"]
+            expected = []
+            for s in SCHEMES:
+                util = pd.concat(
+                    [table(d, "links").set_index("link")["utilization"] for d in runs[s]], axis=1
+                )
+                expected.append(util.loc[links].mean(axis=1).to_numpy())
+            np.testing.assert_allclose(np.asarray(image.get_array()), np.array(expected))
+            assert image.get_clim() == (0.0, pytest.approx(np.max(expected)))
+        else:
+            raise AssertionError(f"unexpected plot {plot.file}")
+
+    # The HTML page references only files it ships, and shows every plot and table.
+    page = report.html.read_text()
+    parser = Refs()
+    parser.feed(page)
+    assert parser.refs, "the page shows no images"
+    for ref in parser.refs:
+        parsed = urlparse(ref)
+        assert not parsed.scheme and not parsed.netloc and not ref.startswith("/") and ".." not in ref, ref
+        assert (report.directory / ref).is_file(), ref
+    assert sorted(set(parser.refs)) == sorted(p.name for p in report.directory.glob("*.png"))
+    assert page.count("<table>") == 3  # the axes, then one compare table per group
+    assert "ecmp (baseline)" in page and "transport.recovery = sr" in page
+
+
+def test_cli_report(store_dir: Path, tmp_path: Path) -> None:
+    runner = CliRunner()
+    r = runner.invoke(
+        app, ["report", str(store_dir), "--out", str(tmp_path / "r"), "--by", "lb.scheme,transport.recovery"]
+    )
+    assert r.exit_code == 0, r.output
+    assert "6 plots and" in r.output  # one group: columns are scheme/recovery
+    assert (tmp_path / "r" / "report.html").is_file() and (tmp_path / "r" / "slowdown_cdf.png").is_file()
+    r = runner.invoke(app, ["report", str(tmp_path / "nowhere")])
+    assert isinstance(r.exception, UsageError)
