@@ -18,6 +18,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -38,12 +39,13 @@ class Section(BaseModel):
 
 
 class LinkEvent(Section):
-    """A link failure or rate change at a given time (both directions)."""
+    """A link failure, rate change or random loss from a given time (both directions)."""
 
     at: TimePs = 0
     link: tuple[str, str]
-    action: Literal["down", "degrade"]
+    action: Literal["down", "degrade", "loss"]
     rate_fraction: float = Field(default=1.0, gt=0, le=1)
+    loss_rate: float = Field(default=0.0, ge=0, lt=1)
     convergence: TimePs = 0
 
 
@@ -273,6 +275,48 @@ class CollectiveWorkload(Section):
     start: TimePs = 0
 
 
+RailStrategy = Literal["rail_matched", "rail_local", "rail_spray", "rails"]
+
+
+class MoeWorkload(Section):
+    """MoE all-to-all (dispatch and/or combine) on a rail-optimized cluster, sent with one of the
+    rail strategies of ``spraylab.workload.rail_strategies`` (see docs/rails.md)."""
+
+    kind: Literal["moe"]
+    model: Literal["mixtral-8x7b", "mixtral-8x22b"] = "mixtral-8x7b"
+    tokens_per_gpu: int = Field(default=256, ge=1)
+    bytes_per_element: int = Field(default=2, ge=1)
+    zipf_s: float = Field(default=0.0, ge=0)
+    dirichlet_alpha: float | None = Field(default=None, gt=0)
+    seed_offset: int = 0  # the routing seed is run.seed + seed_offset
+    phase: Literal["dispatch", "combine", "both"] = "dispatch"
+    expert_compute: TimePs = 0  # phase "both": combine starts this long after the dispatch ends
+    strategy: RailStrategy = "rails"
+    chunk: PositiveBytes = 512_000  # RailS chunk size (strategy "rails")
+    chunk_overhead: TimePs = 0  # RailS: each rail's sender posts at most one chunk per this time
+    start: TimePs = 0
+
+    @field_validator("dirichlet_alpha")
+    @classmethod
+    def _one_skew(cls, alpha: float | None, info: ValidationInfo) -> float | None:
+        zipf_s = info.data.get("zipf_s")
+        if alpha is not None and zipf_s:
+            raise ValueError(f"give one skew: zipf_s = {zipf_s} is set too; use zipf_s or dirichlet_alpha")
+        return alpha
+
+
+class RailAllToAllWorkload(Section):
+    """Uniform all-to-all among every GPU of a rail-optimized cluster, ``size`` bytes per ordered
+    GPU pair, sent with one of the rail strategies."""
+
+    kind: Literal["rail_alltoall"]
+    size: PositiveBytes = 64_000
+    strategy: RailStrategy = "rails"
+    chunk: PositiveBytes = 512_000
+    chunk_overhead: TimePs = 0
+    start: TimePs = 0
+
+
 Workload = Annotated[
     Union[  # noqa: UP007
         PermutationWorkload,
@@ -281,6 +325,8 @@ Workload = Annotated[
         RandomPairsWorkload,
         CdfWorkload,
         CollectiveWorkload,
+        MoeWorkload,
+        RailAllToAllWorkload,
     ],
     Field(discriminator="kind"),
 ]
@@ -332,6 +378,17 @@ class Scenario(Section):
                     raise ValueError(f"{where}.senders = {w.senders}: at most {n - 1} on a {n}-host fabric")
             if isinstance(w, (AllToAllWorkload, CollectiveWorkload)) and w.hosts > n:
                 raise ValueError(f"{where}.hosts = {w.hosts}: at most {n} on this fabric")
+            if isinstance(w, (MoeWorkload, RailAllToAllWorkload)) and not isinstance(self.topology, RailTopology):
+                raise ValueError(
+                    f"{where}.kind = {w.kind!r}: needs a rail-optimized cluster (topology.kind = 'rail'), "
+                    f"got topology.kind = {self.topology.kind!r}"
+                )
+        strategies = {getattr(w, "strategy", None) for w in self.workload}
+        if self.lb.scheme == "ecmp" and {"rail_spray", "rail_local"} <= strategies:
+            raise ValueError(
+                "workload.strategy = 'rail_spray': switches the whole run to per-packet spraying "
+                "(lb.scheme = 'rps'), so it cannot share a run with strategy 'rail_local' under ecmp"
+            )
         return self
 
     # --- construction helpers -----------------------------------------------------------
@@ -420,6 +477,8 @@ _TAGS = {
     "random_pairs",
     "cdf",
     "collective",
+    "moe",
+    "rail_alltoall",
 }
 
 
@@ -456,6 +515,8 @@ def _allowed_keys(raw_loc: tuple[Any, ...]) -> str:
         "random_pairs": RandomPairsWorkload,
         "cdf": CdfWorkload,
         "collective": CollectiveWorkload,
+        "moe": MoeWorkload,
+        "rail_alltoall": RailAllToAllWorkload,
     }
     model: Any = Scenario
     for item in raw_loc[:-1]:

@@ -20,6 +20,7 @@ from spraylab.topology.leaf_spine import leaf_spine
 from spraylab.topology.rail import rail_optimized
 from spraylab.transport.params import DcqcnParams, TransportParams
 from spraylab.workload.build import GroupInfo, build_flows
+from spraylab.workload.rail_strategies import lb_override
 
 ProgressFn = Callable[[Simulator, float], None]
 
@@ -142,6 +143,7 @@ class Simulation:
 
 
 def build(scenario: Scenario) -> Simulation:
+    scenario = lb_override(scenario)  # strategy "rail_spray" runs under per-packet spraying
     sim = Simulator(scenario.run.seed)
     fabric = build_fabric(scenario.topology)
     params = transport_params(scenario)
@@ -151,6 +153,8 @@ def build(scenario: Scenario) -> Simulation:
         try:
             if event.action == "down":
                 net.schedule_link_down(event.at, a, b, event.convergence)
+            elif event.action == "loss":
+                net.schedule_link_loss(event.at, a, b, event.loss_rate)
             else:
                 net.schedule_link_rate(event.at, a, b, event.rate_fraction)
         except KeyError:
@@ -159,7 +163,7 @@ def build(scenario: Scenario) -> Simulation:
             raise ScenarioError(
                 [f"topology.events.link = {[a, b]!r}: no such link; names look like {fabric.links[-1].a!r}, {fabric.links[-1].b!r}"]
             ) from None
-    flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A))
+    flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A), scenario.run.seed)
     qps = net.add_flows(flows)
     ideal = [ideal_fct_ps(net, qp.src, qp.dst, qp.spec.size_bytes, params.mtu_bytes) for qp in qps]
     return Simulation(scenario, sim, net, groups, ideal)

@@ -6,18 +6,26 @@ import dataclasses
 import random
 from dataclasses import dataclass
 
+import numpy as np
+
 from spraylab.config import (
     AllToAllWorkload,
     CdfWorkload,
     CollectiveWorkload,
     IncastWorkload,
+    MoeWorkload,
     PermutationWorkload,
+    RailAllToAllWorkload,
     RandomPairsWorkload,
 )
+from spraylab.net.packet import HEADER_BYTES
 from spraylab.topology.fabric import Fabric
-from spraylab.workload import collectives, patterns
+from spraylab.workload import collectives, moe, patterns
 from spraylab.workload.cdf import FlowSizeCdf, poisson_flows
 from spraylab.workload.flows import FlowSpec
+from spraylab.workload.rail_strategies import RailLinks, rail_flows
+
+MOE_PRESETS = {"mixtral-8x7b": moe.MIXTRAL_8X7B, "mixtral-8x22b": moe.MIXTRAL_8X22B}
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +38,13 @@ class GroupInfo:
     ranks: int
 
 
-def build_flows(workloads: list, fabric: Fabric, rng: random.Random) -> tuple[list[FlowSpec], dict[str, GroupInfo]]:
+def build_flows(
+    workloads: list, fabric: Fabric, rng: random.Random, seed: int = 0
+) -> tuple[list[FlowSpec], dict[str, GroupInfo]]:
+    """Flows of every workload section and the groups (collectives, phases) they form.
+
+    ``seed`` is the run seed; MoE routing draws from ``seed + seed_offset`` (numpy), so its
+    traffic matrix does not depend on what other workloads drew from ``rng``."""
     flows: list[FlowSpec] = []
     groups: dict[str, GroupInfo] = {}
     hosts = list(range(fabric.n_hosts))
@@ -72,8 +86,88 @@ def build_flows(workloads: list, fabric: Fabric, rng: random.Random) -> tuple[li
                 per_pair = max(1, w.size // len(members))
                 new = collectives.all_to_all_collective(members, per_pair, first, name, w.start)
             info = GroupInfo(name, w.collective, w.size, len(members))
+        elif isinstance(w, (MoeWorkload, RailAllToAllWorkload)):
+            new, phase_groups = rail_workload_flows(w, fabric, first, name, seed)
+            flows.extend(new)
+            groups.update(phase_groups)
+            continue
         else:  # pragma: no cover - the config's discriminated union makes this unreachable
             raise TypeError(f"unsupported workload {w!r}")
         flows.extend(dataclasses.replace(f, group=name) for f in new)
         groups[name] = info
     return flows, groups
+
+
+def rail_workload_flows(
+    w: MoeWorkload | RailAllToAllWorkload, fabric: Fabric, first: int, name: str, seed: int = 0
+) -> tuple[list[FlowSpec], dict[str, GroupInfo]]:
+    """Messages of a ``moe`` or ``rail_alltoall`` workload; one group per all-to-all phase.
+
+    Groups are ``<name>:dispatch`` / ``<name>:combine`` (``moe``) or ``<name>`` (``rail_alltoall``),
+    of kind ``alltoall`` with ``size_bytes`` = total bytes / (G - 1): NCCL's per-rank buffer for a
+    uniform all-to-all, so that busbw = algbw x (G-1)/G = mean bytes a GPU sends to others / CCT.
+    Phase ``both``: one 1-byte NVLink message (group ``<name>:barrier``) waits for the whole
+    dispatch, and the combine starts ``expert_compute`` after it (minus its own latency).
+    """
+    links = RailLinks.from_fabric(fabric)
+    g = links.n_gpus
+    matrices = rail_phase_matrices(w, links.n_servers, links.gpus_per_server, seed)
+    phases = [(f"{name}:{phase}" if phase else name, d1) for phase, d1 in matrices]
+    flows: list[FlowSpec] = []
+    groups: dict[str, GroupInfo] = {}
+    start, after = w.start, ()
+    for index, (group, d1) in enumerate(phases):
+        if index:  # combine after dispatch: a barrier message, then expert compute time
+            barrier = first + len(flows)
+            flows.append(FlowSpec(barrier, 0, 1, 1, 0, tuple(f.flow_id for f in flows), f"{name}:barrier"))
+            token = 1 + HEADER_BYTES  # host 1 is an NVLink peer of host 0 unless servers have one GPU
+            lag = (
+                links.nvlink_one_way_ps(token) if links.gpus_per_server > 1 else links.rail_one_way_ps(token)
+            )
+            start = max(0, getattr(w, "expert_compute", 0) - lag)
+            after = (barrier,)
+        phase = rail_flows(
+            d1,
+            links,
+            w.strategy,
+            first + len(flows),
+            chunk_bytes=w.chunk,
+            chunk_overhead_ps=w.chunk_overhead,
+            start_ps=start,
+            after=after,
+            group=group,
+        )
+        flows.extend(phase.flows)
+        total = int(d1.sum())
+        groups[group] = GroupInfo(group, "alltoall", round(total / (g - 1)), g)
+    return flows, groups
+
+
+def rail_phase_matrices(
+    w: MoeWorkload | RailAllToAllWorkload, n_servers: int, gpus_per_server: int, seed: int = 0
+) -> list[tuple[str, np.ndarray]]:
+    """The GPU x GPU byte matrix of each phase of a rail workload, as ``(phase, d1)``: phase
+    ``dispatch`` / ``combine`` for ``moe`` (routing seed = run seed + ``seed_offset``), ``""``
+    for ``rail_alltoall``. Tests and reports use it to compute T* for a scenario."""
+    g = n_servers * gpus_per_server
+    if isinstance(w, RailAllToAllWorkload):
+        d1 = np.full((g, g), w.size, dtype=np.int64)
+        np.fill_diagonal(d1, 0)
+        return [("", d1)]
+    spec = moe.moe_spec_for(
+        MOE_PRESETS[w.model],
+        n_servers,
+        gpus_per_server,
+        w.tokens_per_gpu,
+        zipf_s=w.zipf_s,
+        dirichlet_alpha=w.dirichlet_alpha,
+        seed=seed + w.seed_offset,
+        bytes_per_element=w.bytes_per_element,
+    )
+    dispatch = moe.dispatch_matrix(spec)
+    phases = []
+    if w.phase in ("dispatch", "both"):
+        phases.append(("dispatch", dispatch))
+    if w.phase in ("combine", "both"):
+        phases.append(("combine", dispatch.T.copy()))
+    return phases

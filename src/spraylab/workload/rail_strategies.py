@@ -1,0 +1,417 @@
+"""Rail strategies: turn a GPU->GPU byte matrix (D1) into messages on a rail-optimized cluster.
+
+GPU (server d, index n) is host ``d * N + n``; its NIC sits on rail n, its NVLink port on the
+server's NVLink switch. GPUs do not forward packets, so relaying through a peer GPU's NIC (PXN,
+RailS) is a *message* to that peer over NVLink followed by a message from the peer over its NIC,
+the second depending on the first (store and forward per message). Same-server traffic always
+goes GPU to GPU over NVLink, one message per pair. The four strategies (``SCHEMES.md`` § RailS):
+
+``rail_local``
+    One message per GPU pair, GPU (d,n) -> GPU (f,m) over NIC n; cross-rail pairs cross a spine
+    (the scenario's load balancer picks it: ECMP by default).
+``rail_spray``
+    The same messages as ``rail_local``; the run switches to per-packet random spraying at the
+    switches (``lb.scheme = "rps"``) when the scenario asks for ECMP; see :func:`lb_override`.
+``rail_matched`` (NCCL PXN)
+    Traffic to GPU (f,m) leaves on NIC m: GPU (d,n) sends its bytes for (f,m) to GPU (d,m) over
+    NVLink (one message per (n, m, f)), and GPU (d,m) sends one rail message (d,m) -> (f,m)
+    carrying what all of server d has for (f,m), once those NVLink messages have arrived.
+``rails`` (RailS)
+    The LPT plan of :func:`spraylab.rails.planner.plan_rails`. Each chunk on rail r from server d
+    to server f is one rail message (d,r) -> (f,r); the bytes of the chunk that start on another
+    GPU first move to (d,r) over NVLink (one message per source GPU and chunk), and the bytes for
+    GPUs other than (f,r) move on over NVLink after the chunk arrived (one message per
+    destination GPU and chunk).
+
+How ``rails`` sends its plan (choices of this model, see docs/rails.md):
+
+* **Posting schedule.** The chunks of one (server, rail) are posted in plan order at the time a
+  NIC sending the list back to back reaches them (bytes before the chunk / NIC rate), as an RDMA
+  QP works through its WQEs in order. A chain "chunk j starts when chunk j-k is received" does
+  not work here: the NIC round-robins the chunks in flight, so chunks started together finish
+  together and the port idles for one latency per batch (measured: 25% idle with 64 KB chunks).
+  If the network is slower than planned, posted chunks overlap (the NIC never idles because of
+  the schedule); ``chunk_overhead_ps`` adds a per-chunk cost (the sender of each rail posts at
+  most one chunk per that time; 0 by default) to model what fine chunks cost a NIC or its proxy.
+* **NVLink relaying.** A chunk's NVLink pieces start ``lead_ps`` before its post time (default:
+  two NVLink latencies plus twice the chunk's NVLink serialization); the rail message waits for
+  them. Which GPU pairs a chunk carries is open in the rail-level plan; this module fills chunks
+  in posting order with bytes of the rail's own GPU first (no NVLink hop before the NIC; its
+  bytes for the destination rail GPU first, no hop after it either), then the same share of every
+  remaining GPU pair. The planner's own source-major cut (every first chunk drawn from GPU 0)
+  made GPU 0's NVLink port delay every rail's first chunk by ~2 us in a 7.7 MB/server test.
+
+``rail_matched``'s NVLink messages leaving one GPU form a chain in destination order: a message
+waits for the latest earlier one with at least ``nvlink_window`` bytes between them (default one
+NVLink bandwidth-delay product), so the first rail messages can start after a fraction of a
+microsecond instead of after all of the GPU's NVLink traffic. Direct messages are created in a
+shifted order (GPU s sends to s+1, s+2, ... first) so that NIC round-robin does not make every
+sender hit the same receiver at the same time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from spraylab.rails.planner import DEFAULT_CHUNK_BYTES, STRATEGIES, RailPlan, plan_rails
+from spraylab.workload.flows import FlowSpec
+
+if TYPE_CHECKING:
+    from spraylab.config import Scenario
+    from spraylab.topology.fabric import Fabric
+
+PS_PER_S = 10**12
+WIRE_PACKET_BYTES = 4096 + 64  # MTU payload + RoCE headers, for latency estimates only
+
+
+@dataclass(frozen=True, slots=True)
+class RailLinks:
+    """What the strategies need to know about a rail-optimized fabric."""
+
+    n_servers: int
+    gpus_per_server: int
+    nic_rate_bps: int
+    nvlink_rate_bps: int
+    nic_delay_ps: int
+    nvlink_delay_ps: int
+
+    @classmethod
+    def from_fabric(cls, fabric: Fabric) -> RailLinks:
+        if fabric.kind != "rail":
+            raise ValueError(
+                f"rail strategies need a rail-optimized fabric, got topology kind {fabric.kind!r}"
+            )
+        info = fabric.info
+        gpu0 = fabric.hosts[0]
+        nic = next(
+            link
+            for link in fabric.links
+            if gpu0 in (link.a, link.b) and fabric.host_tor[0] in (link.a, link.b)
+        )
+        nvl = next(link for link in fabric.links if gpu0 in (link.a, link.b) and link is not nic)
+        return cls(
+            n_servers=int(info["servers"]),  # type: ignore[call-overload]
+            gpus_per_server=int(info["gpus_per_server"]),  # type: ignore[call-overload]
+            nic_rate_bps=nic.rate_bps,
+            nvlink_rate_bps=nvl.rate_bps,
+            nic_delay_ps=nic.delay_ps,
+            nvlink_delay_ps=nvl.delay_ps,
+        )
+
+    @property
+    def n_gpus(self) -> int:
+        return self.n_servers * self.gpus_per_server
+
+    def rail_one_way_ps(self, packet_bytes: int = WIRE_PACKET_BYTES) -> int:
+        """GPU -> rail leaf -> GPU: two links, store and forward of one packet each."""
+        return 2 * (self.nic_delay_ps + _ser_ps(packet_bytes, self.nic_rate_bps))
+
+    def nvlink_one_way_ps(self, packet_bytes: int = WIRE_PACKET_BYTES) -> int:
+        """GPU -> NVLink switch -> GPU."""
+        return 2 * (self.nvlink_delay_ps + _ser_ps(packet_bytes, self.nvlink_rate_bps))
+
+    def default_nvlink_lead_ps(self, chunk_bytes: int) -> int:
+        """How long before a chunk's post time its NVLink pieces start: two NVLink one-way
+        latencies plus twice the chunk's NVLink serialization (room for sharing the port)."""
+        return 2 * self.nvlink_one_way_ps() + 2 * _ser_ps(chunk_bytes, self.nvlink_rate_bps)
+
+    def default_nvlink_window(self) -> int:
+        """One bandwidth-delay product of the NVLink hop, in bytes."""
+        return self.nvlink_rate_bps * 2 * self.nvlink_one_way_ps() // (8 * PS_PER_S)
+
+
+@dataclass
+class PhaseFlows:
+    """The messages of one all-to-all phase.
+
+    ``flows`` are ready for :meth:`Network.add_flows` (consecutive ids from ``first_flow_id``;
+    dependencies name messages of the list or the ``after`` ids); ``plan`` is the RailS plan
+    (strategy ``rails`` only).
+    """
+
+    flows: list[FlowSpec] = field(default_factory=list)
+    plan: RailPlan | None = None
+
+
+class _Builder:
+    """Collects FlowSpecs; messages without dependencies inside the phase wait for ``after``."""
+
+    def __init__(self, first_flow_id: int, start_ps: int, after: tuple[int, ...], group: str) -> None:
+        self.out = PhaseFlows()
+        self.next_id = first_flow_id
+        self.start_ps = start_ps
+        self.after = after
+        self.group = group
+
+    def add(self, src: int, dst: int, size: int, deps: Sequence[int] = (), at_ps: int = 0) -> int:
+        """A message; with ``deps`` it starts when they are received, otherwise ``at_ps`` after
+        the phase starts."""
+        fid = self.next_id
+        self.next_id += 1
+        if deps:
+            spec = FlowSpec(fid, src, dst, int(size), 0, tuple(deps), self.group)
+        else:
+            spec = FlowSpec(fid, src, dst, int(size), self.start_ps + at_ps, self.after, self.group)
+        self.out.flows.append(spec)
+        return fid
+
+
+def rail_flows(
+    d1: np.ndarray,
+    links: RailLinks,
+    strategy: str,
+    first_flow_id: int = 0,
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    chunk_overhead_ps: int = 0,
+    nvlink_window: int | None = None,
+    lead_ps: int | None = None,
+    start_ps: int = 0,
+    after: Sequence[int] = (),
+    group: str = "",
+) -> PhaseFlows:
+    """Messages that move ``d1`` (G x G bytes, row = sender) with ``strategy``.
+
+    Messages that wait for nothing else in the phase start at ``start_ps`` (absolute), or, when
+    ``after`` lists flow ids, ``start_ps`` after those are received (to chain phases).
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy = {strategy!r}: unknown; allowed: {', '.join(STRATEGIES)}")
+    g = links.n_gpus
+    d1 = np.asarray(d1, dtype=np.int64)
+    if d1.shape != (g, g):
+        raise ValueError(f"d1 must be {g} x {g} for this fabric, got shape {d1.shape}")
+    nvlink_window = links.default_nvlink_window() if nvlink_window is None else nvlink_window
+    b = _Builder(first_flow_id, start_ps, tuple(after), group)
+    _same_server(b, d1, links)
+    if strategy in ("rail_local", "rail_spray"):
+        _direct(b, d1, links)
+    elif strategy == "rail_matched":
+        _rail_matched(b, d1, links, nvlink_window)
+    else:
+        b.out.plan = _rails(b, d1, links, chunk_bytes, lead_ps, chunk_overhead_ps)
+    return b.out
+
+
+def lb_override(scenario: Scenario) -> Scenario:
+    """``rail_spray`` means per-packet spraying: a scenario that asks for it under ECMP runs with
+    ``lb.scheme = "rps"`` instead (the result records the scheme actually used)."""
+    if scenario.lb.scheme != "ecmp":
+        return scenario
+    if any(getattr(w, "strategy", None) == "rail_spray" for w in scenario.workload):
+        return scenario.with_overrides({"lb.scheme": "rps"})
+    return scenario
+
+
+# --- strategies ------------------------------------------------------------------------------------
+
+
+def _same_server(b: _Builder, d1: np.ndarray, links: RailLinks) -> None:
+    """GPU -> GPU over NVLink inside each server, in shifted order."""
+    n = links.gpus_per_server
+    for k in range(1, n):
+        for d in range(links.n_servers):
+            for i in range(n):
+                src, dst = d * n + i, d * n + (i + k) % n
+                if d1[src, dst] > 0:
+                    b.add(src, dst, d1[src, dst])
+
+
+def _direct(b: _Builder, d1: np.ndarray, links: RailLinks) -> None:
+    """rail_local / rail_spray: one message per off-server pair, sender GPU's own NIC."""
+    g, n = links.n_gpus, links.gpus_per_server
+    for k in range(1, g):
+        for src in range(g):
+            dst = (src + k) % g
+            if src // n != dst // n and d1[src, dst] > 0:
+                b.add(src, dst, d1[src, dst])
+
+
+def _rail_matched(b: _Builder, d1: np.ndarray, links: RailLinks, nvlink_window: int) -> None:
+    """PXN: bytes for GPU (f,m) gather on GPU (d,m) over NVLink, then one rail message each."""
+    m_count, n = links.n_servers, links.gpus_per_server
+    blocks = d1.reshape(m_count, n, m_count, n)
+    # NVLink pieces per source GPU, in the order the rail messages need them.
+    piece_id: dict[tuple[int, int, int, int], int] = {}
+    for d in range(m_count):
+        for i in range(n):
+            order = [((d + k) % m_count, (i + j) % n) for k in range(1, m_count) for j in range(1, n)]
+            sizes = [int(blocks[d, i, f, m]) for f, m in order]
+            keep = [(fm, s) for fm, s in zip(order, sizes) if s > 0]
+            waits = _chain([s for _, s in keep], nvlink_window)
+            ids: list[int] = []
+            for (f, m), s in keep:
+                w = waits[len(ids)]
+                fid = b.add(d * n + i, d * n + m, s, (ids[w],) if w >= 0 else ())
+                ids.append(fid)
+                piece_id[(d, i, f, m)] = fid
+    for k in range(1, m_count):
+        for d in range(m_count):
+            f = (d + k) % m_count
+            for m in range(n):
+                total = int(blocks[d, :, f, m].sum())
+                if total == 0:
+                    continue
+                deps = [piece_id[(d, i, f, m)] for i in range(n) if (d, i, f, m) in piece_id]
+                b.add(d * n + m, f * n + m, total, deps)
+
+
+def _rails(
+    b: _Builder, d1: np.ndarray, links: RailLinks, chunk_bytes: int, lead_ps: int | None, overhead_ps: int
+) -> RailPlan:
+    """RailS: each planned chunk is NVLink in -> rail message -> NVLink out, posted on schedule."""
+    n = links.gpus_per_server
+    plan = plan_rails(d1, n, chunk_bytes)
+    rate = links.nic_rate_bps
+    if lead_ps is None:
+        lead_ps = links.default_nvlink_lead_ps(chunk_bytes)
+    last_hops: list[tuple[int, int, int, int]] = []  # (rail msg id, relay gpu, dst gpu, bytes)
+    chunks = {
+        (d, r): _group_chunks(plan.chunks[d][r], n, chunk_bytes)
+        for d in range(plan.n_servers)
+        for r in range(n)
+    }
+    longest = max((len(lst) for lst in chunks.values()), default=0)
+    offsets = {key: _offsets([c.size for c in lst]) for key, lst in chunks.items()}
+    _cut_onto_gpus(d1, n, chunks, longest)
+    for pos in range(longest):  # round by round, so equal post times keep the plan's order
+        for (d, r), lst in chunks.items():
+            if pos >= len(lst):
+                continue
+            ch = lst[pos]
+            post_ps = max(offsets[(d, r)][pos] * 8 * PS_PER_S // rate, pos * overhead_ps)
+            relay, dst_relay = d * n + r, ch.dst_server * n + r
+            pieces = [
+                b.add(src, relay, size, at_ps=max(0, post_ps - lead_ps))
+                for src, size in ch.from_gpu.items()
+                if src != relay
+            ]
+            fid = b.add(relay, dst_relay, ch.size, pieces, at_ps=post_ps)
+            last_hops.extend(
+                (fid, dst_relay, dst, size) for dst, size in ch.to_gpu.items() if dst != dst_relay
+            )
+    for fid, relay, dst, size in last_hops:
+        b.add(relay, dst, size, (fid,))
+    return plan
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Chunk:
+    """One planned chunk to ``dst_server``; its bytes per source and per destination GPU are
+    filled in by :func:`_cut_onto_gpus`."""
+
+    dst_server: int
+    size: int = 0
+    from_gpu: dict[int, int] = field(default_factory=dict)
+    to_gpu: dict[int, int] = field(default_factory=dict)
+
+
+def _group_chunks(entries: Sequence[Any], n: int, chunk_bytes: int) -> list[_Chunk]:
+    """Re-assemble a rail's plan entries into chunks.
+
+    The planner cuts each placed chunk into per-GPU-pair entries, consecutive on the rail's list;
+    consecutive entries to one destination server are therefore merged until they reach
+    ``chunk_bytes`` (a full chunk) or the destination changes (the end of a tail chunk).
+    """
+    out: list[_Chunk] = []
+    cur: _Chunk | None = None
+    for e in entries:
+        f = e.dst_gpu // n
+        if cur is None or cur.dst_server != f or cur.size >= chunk_bytes:
+            cur = _Chunk(f)
+            out.append(cur)
+        cur.size += e.bytes
+    return out
+
+
+def _cut_onto_gpus(d1: np.ndarray, n: int, chunks: dict[tuple[int, int], list[_Chunk]], longest: int) -> None:
+    """Decide which GPU pairs' bytes each chunk carries (the rail-level plan leaves it open).
+
+    Chunks of server pair (d, f) are filled in posting order (round by round over the rails).
+    A chunk on rail r first takes bytes that start on GPU (d, r) itself, so they need no NVLink
+    hop before the NIC; those for GPU (f, r) first, which need none after it either. When that
+    GPU has nothing left for server f, the chunk takes the same share of every remaining GPU
+    pair (largest-remainder rounding), which spreads the NVLink relaying over all GPUs. GPU-pair
+    bytes are conserved exactly; NIC loads do not depend on this choice.
+    """
+    m_count = d1.shape[0] // n
+    blocks = d1.reshape(m_count, n, m_count, n)
+    left: dict[tuple[int, int], np.ndarray] = {}
+    for pos in range(longest):
+        for (d, r), lst in chunks.items():
+            if pos >= len(lst):
+                continue
+            ch = lst[pos]
+            f = ch.dst_server
+            rem = left.get((d, f))
+            if rem is None:
+                rem = left[(d, f)] = blocks[d, :, f, :].astype(np.int64)
+            take = np.zeros_like(rem)
+            need = ch.size
+            own = min(need, int(rem[r, r]))
+            take[r, r] = own
+            need -= own
+            if need:
+                row = _share(rem[r] - take[r], need)
+                take[r] += row
+                need -= int(row.sum())
+            if need:
+                take += _share(rem - take, need)
+            rem -= take
+            ch.from_gpu = {d * n + i: int(v) for i, v in enumerate(take.sum(axis=1)) if v > 0}
+            ch.to_gpu = {f * n + j: int(v) for j, v in enumerate(take.sum(axis=0)) if v > 0}
+
+
+def _share(avail: np.ndarray, amount: int) -> np.ndarray:
+    """``amount`` bytes taken from ``avail`` in proportion (all of it if it holds no more)."""
+    total = int(avail.sum())
+    if amount >= total:
+        return avail.copy()
+    scaled = avail * amount
+    take = scaled // total
+    short = amount - int(take.sum())
+    if short:
+        frac = np.where(avail > take, scaled % total, -1).ravel()
+        top = np.argsort(-frac, kind="stable")[:short]
+        take.ravel()[top] += 1
+    return take
+
+
+def _offsets(sizes: Sequence[int]) -> list[int]:
+    """Bytes before each message of a list sent back to back."""
+    out, total = [], 0
+    for size in sizes:
+        out.append(total)
+        total += int(size)
+    return out
+
+
+def _chain(sizes: Sequence[int], window: int) -> list[int]:
+    """For messages sent in this order, the index each one waits for (-1: none).
+
+    Message j waits for the latest message i < j such that the messages strictly between them
+    hold at least ``window`` bytes: those keep the port busy while i's last bytes land. So at
+    least two messages are in flight, and about ``window`` bytes beyond the oldest one.
+    """
+    waits: list[int] = []
+    prefix = [0]
+    for s in sizes:
+        prefix.append(prefix[-1] + int(s))
+    i = -1
+    for j in range(len(sizes)):
+        # bytes strictly between i and j: prefix[j] - prefix[i + 1]
+        while i + 1 < j and prefix[j] - prefix[i + 2] >= window:
+            i += 1
+        waits.append(i if i >= 0 and prefix[j] - prefix[i + 1] >= window else -1)
+    return waits
+
+
+def _ser_ps(n_bytes: int, rate_bps: int) -> int:
+    return -(-n_bytes * 8 * PS_PER_S // rate_bps)
