@@ -141,6 +141,12 @@ def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
         table.add_column(label, justify="right")
     for name, key, kind in SUMMARY_ROWS:
         table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
+    # Collectives and MoE phases: completion time and bus bandwidth per group.
+    group_keys = sorted({k for s in summaries.values() for k in s if k.startswith(("cct_ps[", "busbw_bps["))})
+    for key in group_keys:
+        name = key.replace("cct_ps", "CCT").replace("busbw_bps", "busbw")
+        kind = "time" if key.startswith("cct_ps") else "rate"
+        table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
     return table
 
 
