@@ -58,7 +58,9 @@ def jain_index(values: Iterable[float]) -> float:
         raise ValueError("jain_index needs at least one value")
     if any(x < 0 or not math.isfinite(x) for x in xs):
         raise ValueError("jain_index needs finite values >= 0")
-    squares = sum(x * x for x in xs)
-    if squares == 0:
+    top = max(xs)
+    if top == 0:
         return 1.0
-    return sum(xs) ** 2 / (len(xs) * squares)
+    xs = [x / top for x in xs]  # scale to [0, 1]: tiny values must not underflow when squared
+    index = sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+    return min(1.0, max(1.0 / len(xs), index))
