@@ -99,11 +99,15 @@ def test_registered_with_defaults_and_validation() -> None:
     assert cls.where == "tor" and cls.summary
     lb = make_lb("tor_assist")
     assert (lb.params.mode, lb.params.uplink, lb.params.hold_timeout, lb.params.window) == (
-        "nack_filter",
+        "auto",
         "round_robin",
         0,
         256,
     )
+    # auto picks the mode that fits the RNICs: reorder for go-back-N, nack_filter otherwise
+    for recovery, mode in (("gbn", "reorder"), ("sr", "nack_filter"), ("ideal", "nack_filter")):
+        _, net = make_net(small_leaf_spine(), lb="tor_assist", recovery=recovery)
+        assert net.lb.mode == mode
     assert make_lb("tor_assist", {"hold_timeout": "20us"}).params.hold_timeout == 20 * US
     for bad in (
         {"mode": "resequence"},

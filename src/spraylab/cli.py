@@ -17,6 +17,8 @@ from spraylab.progress import RunProgress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="spraylab: load balancing for AI-training networks.")
 console = Console()
+if not console.is_terminal:  # piped or captured output: room for several scheme columns
+    console.width = 160
 err_console = Console(stderr=True, soft_wrap=True)  # one problem, one line, whatever the width
 
 SetOption = Annotated[
@@ -143,6 +145,8 @@ def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
         table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
     # Collectives and MoE phases: completion time and bus bandwidth per group.
     group_keys = sorted({k for s in summaries.values() for k in s if k.startswith(("cct_ps[", "busbw_bps["))})
+    if len(group_keys) == 1:  # one plain workload: its CCT is the completion row already
+        group_keys = []
     for key in group_keys:
         name = key.replace("cct_ps", "CCT").replace("busbw_bps", "busbw")
         kind = "time" if key.startswith("cct_ps") else "rate"
@@ -256,7 +260,7 @@ def compare_sweep(directory: Path, baseline: str | None, by: list[str] | None, m
         console.print(rt)
 
 
-DEMO_VARIANTS = "ecmp,rps,rps/ideal"
+DEMO_VARIANTS = "ecmp,rps,rps/ideal,dfs/sr,tor_assist/sr,tor_assist/gbn"
 
 
 @app.command("demo")

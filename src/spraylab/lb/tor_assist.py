@@ -110,8 +110,9 @@ NO_LIMIT = 1 << 62
 
 
 class TorAssistParams(LbParams):
-    mode: Literal["nack_filter", "reorder"] = Field(
-        default="nack_filter", description="nack_filter: selective-repeat RNICs; reorder: go-back-N RNICs"
+    mode: Literal["auto", "nack_filter", "reorder"] = Field(
+        default="auto",
+        description="nack_filter: selective-repeat RNICs; reorder: go-back-N RNICs; auto: by transport.recovery",
     )
     uplink: Literal["random", "round_robin", "least_queued"] = Field(
         default="round_robin", description="uplink choice per packet at the source ToR"
@@ -246,7 +247,7 @@ class _TorProgram:
         self.attached = bytearray(n_hosts)
         for h in switch.hosts:
             self.attached[h] = 1
-        self.filter = params.mode == "nack_filter"
+        self.filter = lb.mode == "nack_filter"
         self.window = window
         self.nic_w = nic_w
         self.uplink_mode = params.uplink
@@ -836,6 +837,7 @@ class TorAssist(LoadBalancer):
         self.dst_paths_max = 0
         self.window_eff = 0
         self.nic_w = 0
+        self.mode = self.params.mode  # "auto" is resolved in setup()
         self.rng: Any = None
         # counters
         self.nacks_held = 0
@@ -867,6 +869,9 @@ class TorAssist(LoadBalancer):
         params: TorAssistParams = self.params  # type: ignore[assignment]
         self.rng = net.sim.derive_rng(0x70A55).random
         transport = net.transport
+        self.mode = params.mode
+        if self.mode == "auto":  # the mode that fits the RNICs the scenario has
+            self.mode = "reorder" if transport.recovery == "gbn" else "nack_filter"
         if params.nic_bitmap:
             nic_w = params.nic_bitmap
         elif transport.recovery == "sr":
@@ -876,7 +881,7 @@ class TorAssist(LoadBalancer):
         else:
             nic_w = NO_LIMIT
         window = params.window
-        if params.mode == "nack_filter" and nic_w != NO_LIMIT and window < nic_w:
+        if self.mode == "nack_filter" and nic_w != NO_LIMIT and window < nic_w:
             window = nic_w  # a narrower window could not mirror the NIC's ePSN (see docstring)
         self.window_eff = window
         self.nic_w = nic_w
@@ -900,10 +905,10 @@ class TorAssist(LoadBalancer):
         window = self.window_eff or params.window
         # per-flow table entry at the destination ToR: per path a 32-bit path_seq and a 32-bit
         # PSN, the passed-PSN bitmap (nack_filter), low / held PSN / forwarded PSN / deadline.
-        dst_bytes = paths * 8 + 16 + ((window + 7) // 8 if params.mode == "nack_filter" else 0)
+        dst_bytes = paths * 8 + 16 + ((window + 7) // 8 if self.mode == "nack_filter" else 0)
         src_bytes = paths * 4 + 2
         out: dict[str, Any] = {
-            "tor_mode": params.mode,
+            "tor_mode": self.mode,
             "tor_uplink": params.uplink,
             "tor_window": window,
             "tor_nic_bitmap": self.nic_w if self.nic_w != NO_LIMIT else 0,
@@ -918,7 +923,7 @@ class TorAssist(LoadBalancer):
             "tor_last_hop_drops": self.last_hop_drops,
             "tor_held_now": self.held,
         }
-        if params.mode == "nack_filter":
+        if self.mode == "nack_filter":
             out.update(
                 {
                     "nacks_held": self.nacks_held,
