@@ -398,16 +398,7 @@ class Scenario(Section):
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
-        path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise ScenarioError([f"{path}: cannot read scenario file ({exc.strerror})"]) from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ScenarioError([f"{path}: not valid TOML: {exc}"]) from None
-        return validate(data, source=str(path))
+        return validate(read_toml(path, "scenario"), source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -441,6 +432,19 @@ class ScenarioError(ValueError):
     def __init__(self, lines: list[str]) -> None:
         super().__init__("\n".join(lines))
         self.lines = lines
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    """A TOML file as a dict; unreadable or malformed files raise a one-line ScenarioError."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScenarioError([f"{path}: cannot read {what} file ({exc.strerror})"]) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError([f"{path}: not valid TOML: {exc}"]) from None
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:

@@ -38,7 +38,7 @@ from typing import Any
 
 import tomllib
 
-from spraylab.config import Scenario, ScenarioError, set_dotted, validate
+from spraylab.config import Scenario, ScenarioError, read_toml, set_dotted, validate
 from spraylab.executors import Executor, Outcome, make_executor
 from spraylab.store import Store, scenario_key
 
@@ -79,14 +79,7 @@ class Sweep:
     @classmethod
     def load(cls, path: str | Path) -> Sweep:
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as exc:
-            raise ScenarioError([f"{path}: cannot read sweep file ({exc.strerror})"]) from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise ScenarioError([f"{path}: not valid TOML: {exc}"]) from None
+        data = read_toml(path, "sweep")
         return cls.from_dict(data, source=str(path), base_dir=path.parent, default_name=path.stem)
 
     @classmethod
