@@ -26,7 +26,6 @@ import argparse
 import json
 import math
 import multiprocessing as mp
-import os
 import subprocess
 import sys
 import time
@@ -91,10 +90,9 @@ class Variant:
         """The spraylab command that runs this variant alone."""
         if not self.params:
             return f"spraylab compare {file} --lb {self.label}"
-        sets = [f"lb.scheme={self.scheme}", *(f"lb.{k}={v}" for k, v in self.params.items())]
-        if self.recovery:
-            sets.append(f"transport.recovery={self.recovery}")
-        return f"spraylab run {file} " + " ".join(f"--set {s}" for s in sets)
+        params = ",".join(f"{k}={v}" for k, v in self.params.items())
+        recovery = f"/{self.recovery}" if self.recovery else ""
+        return f'spraylab compare {file} --lb "{self.scheme}[{params}]{recovery}"'
 
 
 @dataclass
@@ -1309,21 +1307,6 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             "burst or a whole message per QP before switching would make the all-to-all look like the "
             "permutation per burst; the permutation rows are the ones that show the reordering problem."
         )
-    cav.append(
-        "**Loss runs were not reproducible across processes** (`Network.schedule_link_loss` seeds its RNG with "
-        "`hash((a, b))` of the link's node names, which Python salts per process unless `PYTHONHASHSEED` is set): "
-        "the same lossy scenario and seed drops different packets, and completes at different times, in two processes "
-        "with different `PYTHONHASHSEED` (e.g. `PYTHONHASHSEED=1` vs `2` with `spraylab run "
-        "scenarios/lb/lossy_spine_1p.toml`). "
-        "`tools/lb_report.py` pins `PYTHONHASHSEED=0` (it re-executes itself) so this page repeats; a plain "
-        "`spraylab run` of a `lossy_spine_*` file does not repeat until the seeding is fixed."
-    )
-    cav.append(
-        "**`spraylab compare --lb` resets a scheme to its default parameters** (`cli.variant_scenario` replaces the "
-        "whole `[lb]` table, and `--set lb.x=...` is applied before it), so `tor_assist` in `reorder` mode, "
-        "`dfs` with B = 128 and `tor_assist` with `least_queued` stamping cannot be compared with `--lb`; their "
-        "commands use `spraylab run --set` (listed at the end)."
-    )
     spread = []
     for lab in study(P).multi_seed:
         vals = [r["summary"]["completion_ps"] for r in rec.seeds(P, lab)]
@@ -1472,9 +1455,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    # Network.schedule_link_loss seeds its RNG with hash() of the link's node names, which Python
-    # randomizes per process unless PYTHONHASHSEED is fixed: without this, loss runs would not repeat.
-    if os.environ.get("PYTHONHASHSEED") != "0":
-        os.environ["PYTHONHASHSEED"] = "0"
-        os.execv(sys.executable, [sys.executable, *sys.argv])
     main()

@@ -61,19 +61,39 @@ def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
     return scenario.with_overrides(overrides) if overrides else scenario
 
 
+def _split_variants(spec: str) -> list[str]:
+    """Split on commas that are not inside ``[...]`` parameter lists."""
+    items, depth, current = [], 0, ""
+    for char in spec:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(current.strip())
+            current = ""
+        else:
+            current += char
+    items.append(current.strip())
+    return [item for item in items if item]
+
+
 def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
-    """``ecmp,rps,rps/ideal`` → labelled overrides; ``/RECOVERY`` also sets the RNIC mode."""
+    """``ecmp,rps/ideal,dfs[reorder_bound_packets=128]/sr`` → labelled overrides: a scheme, its
+    parameters in brackets (``key=value``, comma-separated) and ``/RECOVERY`` for the RNIC mode."""
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
 
     load_builtin_schemes()
     variants = []
-    for item in (s.strip() for s in spec.split(",")):
-        if not item:
-            continue
-        scheme, _, recovery = item.partition("/")
+    for item in _split_variants(spec):
+        close = item.find("]") + 1  # 0 when there are no parameters
+        head, _, recovery = item[close:].partition("/")
+        scheme, _, param_text = (item[:close] + head).partition("[")
         if scheme not in REGISTRY:
             raise UsageError(f"--lb {item!r}: unknown scheme {scheme!r}; allowed: {', '.join(sorted(REGISTRY))}")
-        overrides: dict[str, Any] = {"lb": {"scheme": scheme}}
+        params: dict[str, Any] = {}
+        if param_text:
+            if not param_text.endswith("]"):
+                raise UsageError(f"--lb {item!r}: parameters go in brackets, e.g. dfs[reorder_bound_packets=128]")
+            params = parse_overrides([p for p in param_text[:-1].split(",") if p.strip()])
+        overrides: dict[str, Any] = {"lb": {"scheme": scheme, **params}}
         if recovery:
             if recovery not in ("gbn", "sr", "ideal"):
                 raise UsageError(f"--lb {item!r}: unknown recovery {recovery!r}; allowed: gbn, sr, ideal")
@@ -85,17 +105,18 @@ def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def variant_scenario(base: Scenario, overrides: dict[str, Any]) -> Scenario:
+    """The base scenario with a variant's scheme, parameters and recovery mode. The base's
+    scheme parameters carry over only to the same scheme; another starts from its defaults."""
+    from spraylab.config import set_dotted, validate
+
     data = base.to_dict()
     lb = overrides.get("lb")
     if lb is not None:
-        data["lb"] = dict(lb)  # a new scheme starts from its own default parameters
+        kept = data["lb"] if data["lb"].get("scheme") == lb["scheme"] else {}
+        data["lb"] = {**kept, **lb}
     for key, value in overrides.items():
         if key != "lb":
-            from spraylab.config import set_dotted
-
             set_dotted(data, key, value)
-    from spraylab.config import validate
-
     return validate(data)
 
 
@@ -201,7 +222,10 @@ def run_command(
 def compare_command(
     scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name, or a sweep results directory")],
     lb: Annotated[
-        str | None, typer.Option("--lb", help="Schemes to compare, e.g. ecmp,rps,rps/ideal (scheme/recovery)")
+        str | None,
+        typer.Option(
+            "--lb", help="Schemes to compare, e.g. ecmp,rps/ideal,dfs[reorder_bound_packets=128]/sr (scheme[params]/recovery)"
+        ),
     ] = None,
     set_: SetOption = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Directory for results and PNG plots")] = None,
