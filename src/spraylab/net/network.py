@@ -5,6 +5,7 @@ workload of flows on it. This is the wiring layer: the data path itself lives in
 from __future__ import annotations
 
 import zlib
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -83,6 +84,7 @@ class Network:
         for host_id, name in enumerate(fabric.hosts):
             self.hosts.append(Host(sim, self, host_id, name, fabric.host_server[host_id]))
         nodes: dict[str, Any] = {**self.switches, **{h.name: h for h in self.hosts}}
+        self._degree = Counter(name for link in fabric.links for name in (link.a, link.b))
         port_cls = PfcPort if sp.lossless else Port
         for link in fabric.links:
             a, b = nodes[link.a], nodes[link.b]
@@ -111,7 +113,7 @@ class Network:
                 owner.uplinks.append(port)
         receive = peer.receive
         if sp.lossless and isinstance(peer, Switch):
-            n_ports = max(1, len([link for link in self.fabric.links if peer.name in (link.a, link.b)]))
+            n_ports = max(1, self._degree[peer.name])
             xoff = sp.pfc_xoff_bytes or max(64 * 1024, sp.buffer_bytes // (4 * n_ports))
             xon = sp.pfc_xon_bytes or max(xoff - 4 * 4160, xoff // 2)
             counter = IngressCounter(self.sim, port, xoff, xon, peer.receive)
