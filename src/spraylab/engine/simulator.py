@@ -90,9 +90,6 @@ class Simulator:
         for events in self._buckets.values():
             yield from events
 
-    def __len__(self) -> int:
-        return len(self._current) - self._index + sum(len(events) for events in self._buckets.values())
-
     def derive_rng(self, salt: int) -> random.Random:
         """A child RNG for one component, derived from the run seed, so adding draws in one
         component does not shift the random stream of another."""

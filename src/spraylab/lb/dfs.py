@@ -66,13 +66,13 @@ from pydantic import Field
 
 from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.net.packet import CONTROL_BYTES, HEADER_BYTES
+from spraylab.transport.qp import PS_BITS
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.transport.qp import QueuePair
 
-PS_BITS = 8_000_000_000_000  # ps per byte at 1 bit/s
 
 
 class DfsParams(LbParams):

@@ -88,9 +88,8 @@ class Network:
         port_cls = PfcPort if sp.lossless else Port
         for link in fabric.links:
             a, b = nodes[link.a], nodes[link.b]
-            pa = self._make_port(port_cls, a, b, link.rate_bps, link.delay_ps)
-            pb = self._make_port(port_cls, b, a, link.rate_bps, link.delay_ps)
-            pa.reverse, pb.reverse = pb, pa
+            self._make_port(port_cls, a, b, link.rate_bps, link.delay_ps)
+            self._make_port(port_cls, b, a, link.rate_bps, link.delay_ps)
         for host in self.hosts:
             host.nics = [Nic(sim, host, port) for port in host.ports]
         self._compute_routes()

@@ -46,7 +46,6 @@ class Packet:
         "path_id",
         "path_seq",
         "ingress",
-        "arrive_ps",
         "meta",
     )
 
@@ -79,7 +78,6 @@ class Packet:
         self.path_id = -1
         self.path_seq = -1
         self.ingress = None
-        self.arrive_ps = 0
         self.meta = None
 
     def __repr__(self) -> str:

@@ -66,7 +66,6 @@ class Port:
         "rng",
         "buffer",
         "is_uplink",
-        "reverse",
         "paused",
         "waiter",
         # counters
@@ -112,7 +111,6 @@ class Port:
         self.rng = rng
         self.buffer: Any = None  # the switch's SharedBuffer, None at hosts
         self.is_uplink = False
-        self.reverse: Port | None = None
         self.paused = False
         self.waiter: Callable[[Any], None] | None = None
         self.tx_bytes = 0
