@@ -70,13 +70,28 @@ def lossy(net, a: str, b: str, p: float, seed: int = 99) -> list[int]:
 
 
 def run(
-    lb: str, recovery: str, flows: list[FlowSpec], params: dict | None = None, drop: float = 0.0, **transport
+    lb: str,
+    recovery: str,
+    flows: list[FlowSpec],
+    params: dict | None = None,
+    drop: float = 0.0,
+    link_loss: float = 0.0,
+    seed: int = 1,
+    **transport,
 ):
-    sim, net = make_net(small_leaf_spine(), lb=lb, lb_params=params, recovery=recovery, **transport)
+    """``drop``: data packets only, spine0 -> leaf1 (``lossy``); ``link_loss``: every packet
+    in both directions of leaf1 <-> spine0, data and control, as a topology ``loss`` event."""
+    sim, net = make_net(
+        small_leaf_spine(), lb=lb, lb_params=params, recovery=recovery, seed=seed, **transport
+    )
     dropped = lossy(net, "spine0", "leaf1", drop) if drop else [0]
+    if link_loss:
+        net.schedule_link_loss(0, "leaf1", "spine0", link_loss)
     assert run_flows(sim, net, flows) == "done"
     assert all(qp.rx.finish_ps >= 0 for qp in net.qps)
     qps = net.qps
+    if link_loss:
+        dropped[0] += sum(port.drops for port in net.ports_between("leaf1", "spine0"))
     return SimpleNamespace(
         net=net,
         completion=max(qp.rx.finish_ps for qp in qps),
@@ -85,6 +100,7 @@ def run(
         retx=sum(qp.retx_packets for qp in qps),
         spurious=sum(qp.rx.spurious for qp in qps),
         discards=sum(qp.rx.discards for qp in qps),
+        nacks=sum(qp.rx.nacks_sent for qp in qps),
         drops=dropped[0],
         stats=net.lb.stats(),
     )
@@ -368,3 +384,25 @@ def test_losses_without_a_window_still_complete() -> None:
     tor = run("tor_assist", "sr", flows, {"mode": "nack_filter"}, drop=0.01)
     assert tor.drops >= 10 and tor.retx >= tor.drops
     assert tor.stats["tor_nic_discards_mirrored"] > 0 and tor.stats["nacks_retargeted"] > 0
+
+
+def test_reorder_recovers_each_loss_with_one_rewind() -> None:
+    """Claim 3 at test scale (scenarios/lb/lossy_spine_1p.toml: 1% of all packets lost both
+    ways on leaf1 <-> spine0, go-back-N NICs, one-BDP window). After a flush the NIC NACKs
+    and the sender goes back N; the packets still arriving from before that rewind are held
+    for the retransmission for hold_timeout plus the round trip of the flush, which includes
+    the two ToR <-> NIC hops. Without them the ToR flushed again just before the
+    retransmission arrived: the NIC NACKed a second time (2-2.5 NACKs per loss), the sender
+    rewound a second window it had just resent, and the extra rewinds' out-of-order CNPs
+    cut its rate: here completion exceeded the bound below. A gap revealed by a packet sent
+    before the sender can have heard the NACK is another loss, not the retransmission's,
+    and does not trigger a second recovery either."""
+    flows = cross_leaf_permutation(16, 4_000_000)
+    tor = run("tor_assist", "gbn", flows, {"mode": "reorder"}, link_loss=0.01, seed=4, window_bytes=BDP_BYTES)
+    base = run("rps", "gbn", flows, link_loss=0.01, seed=4, window_bytes=BDP_BYTES)
+    lost = tor.stats["tor_path_lost_packets"]
+    assert lost >= 10 and tor.drops >= lost
+    assert tor.retx >= lost  # every loss the ToR saw was retransmitted
+    assert tor.nacks <= 1.25 * lost  # one NACK, i.e. one go-back-N rewind, per loss
+    hold = tor.stats["tor_max_hold_timeout_ps"]
+    assert tor.completion <= base.completion + tor.drops * hold

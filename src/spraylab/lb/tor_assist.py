@@ -35,8 +35,9 @@ path.
   could not mirror the NIC); a PSN beyond the window (ideal transport) slides it forward,
   and NACKs for the skipped PSNs are forwarded (unknown).
 * loss evidence: each ``path_seq`` gap records the PSN bracket (previous ``pmax`` of the
-  path, arriving PSN) the lost packets lie in; packets dropped/discarded after the ToR record
-  their own PSN.
+  path, arriving PSN) the lost packets lie in, and the send time of the packet revealing it
+  (the lost packets were sent before it); packets dropped/discarded after the ToR record
+  their own PSN and the time of the drop.
 
 Mode ``nack_filter`` (selective-repeat RNICs). A NACK(x) (or a CNP sent for an out-of-order
 arrival, i.e. without the ECN echo) leaving the receiver through its ToR is:
@@ -50,9 +51,13 @@ arrival, i.e. without the ECN echo) leaving the receiver through its ToR is:
   forwarded after ``hold_timeout``.
 
 Once a NACK(x) was forwarded the sender retransmits x, so a later NACK for the same x is not
-forwarded on old evidence or on "every path past x" (true again at once): only on evidence
-newer than the forwarded NACK (any path gap: it may be the lost retransmission) or after
-``hold_timeout`` plus a round trip (2 x the flow's minimum one-way delay).
+forwarded on old evidence or on "every path past x" (true again at once): only on new
+evidence, i.e. an exact loss of x after the request, or a path gap (it may be the lost
+retransmission) revealed by a packet sent at least a one-way delay (the flow's minimum)
+after the request: the retransmission leaves the sender only once the request reached it,
+so a gap revealed by an earlier packet is some other loss (typically the next one in the
+same window) and must not trigger a second recovery of x. Or after ``hold_timeout`` plus a
+round trip (see ``_hold_for``).
 Retransmissions below ``low`` pass untouched.
 
 Extension beyond SCHEMES.md (``retarget``, default on; off = the spec's plain drop): a NACK
@@ -69,7 +74,12 @@ every path past it) or the timeout flushes the held packets in PSN order: the NI
 them and NACKs as usual (if nothing is held, the next out-of-order arrival is passed through
 to trigger the NACK). The sender then goes back to the head and resends everything, so
 after a flush the heads up to the highest PSN seen wait for their retransmission (hold +
-a round trip) and are not flushed again on old evidence. A packet beyond the ring is dropped (counted) and recorded as lost:
+a round trip) and are not flushed again on old evidence (same rule as above). Each extra
+flush makes the NIC discard and NACK again, i.e. one more go-back-N rewind of a window of
+packets already resent (and, 50 µs after the last one, one more out-of-order CNP halving the
+sender's rate): the round trip and the evidence rule above keep it to one NACK per
+loss. A packet beyond the ring is dropped
+(counted) and recorded as lost:
 the go-back-N NIC would have discarded it anyway, without a NACK storm. Duplicates of a held
 PSN are dropped. Held packets do not count against the switch's shared buffer (reported
 separately: ``reseq_peak_bytes``).
@@ -234,6 +244,7 @@ class _TorProgram:
         "peak_flows",
         "max_hold",
         "retarget",
+        "host_hop",
         "_paths_of",
         "_rng",
         "_timer_cb",
@@ -262,6 +273,8 @@ class _TorProgram:
         self.live_dst = 0
         self.peak_flows = 0
         self.max_hold = 0
+        # propagation delay to the attached NICs (a flush's round trip crosses it twice)
+        self.host_hop = max((switch.table[h][0].delay_ps for h in switch.hosts), default=0)
         self._paths_of: dict[int, tuple[list[Port], list[int]]] = {}
         self._rng = lb.rng
         self._timer_cb = self._on_timer if self.filter else self._on_reseq_timer
@@ -413,22 +426,23 @@ class _TorProgram:
                 lb.path_gaps += 1
                 lb.path_lost_packets += s - last - 1
                 if m < psn:
-                    self._evidence(fs, m, psn, now, True)
+                    self._evidence(fs, m, psn, pkt.sent_ps, True)
                 else:
-                    self._evidence(fs, psn, m, now, True)
+                    self._evidence(fs, psn, m, pkt.sent_ps, True)
             seq[p] = s
         if psn > m:
             pmax[p] = psn
             if m == fs.minmax:
                 fs.minmax = min(pmax)
 
-    def _evidence(self, fs: _Dst, lo: int, hi: int, now: int, gap: bool) -> None:
-        """PSNs strictly between lo and hi may have been lost (recorded at time now). ``gap``:
-        from a path_seq gap (which packet is unknown); else exactly PSN lo + 1 was lost after
-        the ToR (downlink drop, NIC discard, resequencer overflow)."""
+    def _evidence(self, fs: _Dst, lo: int, hi: int, t: int, gap: bool) -> None:
+        """PSNs strictly between lo and hi may have been lost. ``gap``: from a path_seq gap
+        (which packet is unknown; ``t`` = send time of the packet revealing it); else exactly
+        PSN lo + 1 was lost after the ToR (downlink drop, NIC discard, resequencer overflow;
+        ``t`` = now)."""
         ev = fs.ev
         if not ev:
-            fs.ev = [(lo, hi, now, gap)]
+            fs.ev = [(lo, hi, t, gap)]
             return
         if not gap:  # runs of discards: coalesce with the recent exact brackets it touches
             k = len(ev) - 1
@@ -442,7 +456,7 @@ class _TorProgram:
                         hi = b
                     del ev[k]
                 k -= 1
-        ev.append((lo, hi, now, gap))
+        ev.append((lo, hi, t, gap))
 
     def _lost(self, fs: _Dst, x: int) -> bool:
         """Is PSN x (not passed) known lost? Callers pre-check ``fs.minmax > x or fs.ev``."""
@@ -453,20 +467,29 @@ class _TorProgram:
                 ev[:] = [e for e in ev if e[1] > low]
         if fs.fwd_x <= x <= fs.fwd_hi:
             # recovery of x was already requested: only evidence newer than that request
-            # counts: a path gap (it may be the lost retransmission) or an exact loss of x
+            # counts: an exact loss of x, or a path gap (it may be the lost retransmission)
+            # revealed by a packet sent after the request can have reached the sender
             if not ev:
                 return False
             t0 = fs.fwd_t
-            return any(t > t0 and (g or lo < x < hi) for lo, hi, t, g in ev)
+            t_gap = t0 + fs.min_owd
+            return any(t > t_gap if g else t > t0 and lo < x < hi for lo, hi, t, g in ev)
         if fs.minmax > x:  # every path delivered a PSN above x: x's path is past it
             return True
         return any(lo < x < hi for lo, hi, _, _ in ev) if ev else False
 
     def _hold_for(self, fs: _Dst, x: int) -> int:
-        """Hold time for x; when x's recovery was already requested, plus a round trip."""
+        """Hold time for x; when x's recovery was already requested, plus the round trip
+        from that request to the retransmission's arrival here: 2 x the flow's minimum
+        one-way delay for a NACK this ToR forwarded (nack_filter); for a flush (reorder) also
+        the hop to the NIC and the NIC's NACK back through this ToR. Without those two hops
+        the re-flush fired just before the retransmission arrived: a second NACK, i.e. a
+        second go-back-N rewind, for most losses."""
         hold = self.hold_ps()
         if fs.fwd_x <= x <= fs.fwd_hi:
             hold += 2 * fs.min_owd
+            if not self.filter:
+                hold += 2 * self.host_hop
         return hold
 
     def _arm(self, fs: _Dst, deadline: int) -> None:
