@@ -5,6 +5,7 @@ on a symmetric fabric and with one degraded spine link."""
 from __future__ import annotations
 
 import functools
+import math
 import random
 
 import pytest
@@ -70,6 +71,27 @@ def test_small_flows_stay_on_one_path_large_flows_spray_over_k() -> None:
     # the last ACK before DFS sees it, so a few may remain).
     ring = large.lb_state.ring
     assert all(p.in_flight == ring.count(p) for p in large.lb_state.paths)
+
+
+@pytest.mark.parametrize("bound", [32, 64, 128])
+def test_window_caps_rate_at_b_packets_per_rtt(bound: int) -> None:
+    """The hard bound is a PSN window, so on an idle fabric a sprayed flow's goodput is at most
+    B packets per base RTT, and line rate once B exceeds one BDP (~101 packets here)."""
+    fabric = small_leaf_spine(leaves=2, spines=4, hosts_per_leaf=1, rate_gbps=400)
+    sim, net = make_net(fabric, "dfs", {"reorder_bound_packets": bound}, recovery="sr", cc="none")
+    size = 8_000_000
+    assert run_flows(sim, net, [FlowSpec(0, 0, 1, size)]) == "done"
+    (qp,) = net.qps
+    _, rtt_ps = net.lb.route_info(qp)
+    packet_bits = (qp.mtu + 64) * 8
+    bdp_packets = 400 * G * rtt_ps / 1e12 / packet_bits
+    stats = net.lb.stats()
+    assert stats["bdp_packets"] == math.ceil(bdp_packets)
+    assert stats["window_capped_flows"] == (1 if bound < bdp_packets else 0)
+    goodput_bps = size * 8 / ((qp.rx.finish_ps - qp.start_ps) / 1e12)
+    cap_bps = min(400 * G * qp.mtu / (qp.mtu + 64), bound * qp.mtu * 8 / (rtt_ps / 1e12))
+    assert goodput_bps <= 1.01 * cap_bps
+    assert goodput_bps >= 0.95 * cap_bps  # nothing else limits an idle fabric
 
 
 def test_threshold_param_and_validation() -> None:

@@ -160,6 +160,8 @@ class DynamicFlowSpraying(LoadBalancer):
         self.retired_silent = 0
         self.retired_timeout = 0
         self.loss_marks = 0
+        self.bdp_packets_max = 0
+        self.window_capped_flows = 0
 
     def setup(self, net: Network) -> None:
         super().setup(net)
@@ -209,13 +211,20 @@ class DynamicFlowSpraying(LoadBalancer):
         paths, base_rtt = self.route_info(qp)
         state = _FlowState(self.bound, base_rtt)
         qp.lb_state = state
-        threshold = self.threshold_bytes or int(qp.line_rate_bps * base_rtt / PS_BITS)
+        bdp_bytes = int(qp.line_rate_bps * base_rtt / PS_BITS)
+        threshold = self.threshold_bytes or bdp_bytes
+        # The B-packet window caps a flow at B packets per RTT: below one BDP it cannot reach
+        # line rate even on an idle fabric. Counted so results show when B is the limit.
+        bdp_packets = -(-bdp_bytes // (qp.mtu + HEADER_BYTES))
+        self.bdp_packets_max = max(self.bdp_packets_max, bdp_packets)
         remaining = (qp.n_packets - qp.snd_una) * qp.mtu
         k = min(self.max_paths, paths)
         if remaining <= threshold or k <= 1:
             return
         state.sprayed = True
         self.flows_sprayed += 1
+        if self.bound < bdp_packets:
+            self.window_capped_flows += 1
         state.paths.append(_Path(qp.entropy, base_rtt))
         for _ in range(k - 1):
             state.paths.append(_Path(self._fresh_entropy(state), base_rtt))
@@ -414,6 +423,8 @@ class DynamicFlowSpraying(LoadBalancer):
             "paths_retired": sum(retired.values()),
             **{f"retired_{reason}": n for reason, n in retired.items()},
             "loss_marks": self.loss_marks,
+            "bdp_packets": self.bdp_packets_max,
+            "window_capped_flows": self.window_capped_flows,
         }
 
 
