@@ -74,7 +74,6 @@ if TYPE_CHECKING:
     from spraylab.transport.qp import QueuePair
 
 
-
 class DfsParams(LbParams):
     reorder_bound_packets: int = Field(64, ge=1, description="B: hard reorder bound (PSN window), packets")
     max_paths: int = Field(8, ge=1, description="K: max active entropies of a sprayed flow")
