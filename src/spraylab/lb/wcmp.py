@@ -1,15 +1,33 @@
-"""WCMP: ECMP weighted by the current capacity of each candidate (asymmetric fabrics).
+"""WCMP: ECMP weighted by the capacity each candidate can deliver to the destination
+(Zhou et al., "WCMP: Weighted Cost Multipathing for Improved Fairness in Data Centers",
+EuroSys'14).
 
-Like a real WCMP group, each candidate list is expanded into a table of slots in which every
-port appears in proportion to its weight (``rate_bps`` now; 0 when ``up`` is False); a
-packet takes ``table[hash(pkt.hash, switch salt) % len(table)]``. So a flow keeps one path
-and, across many flows, traffic splits in proportion to rate.
+Weights are per destination ToR, as WCMP groups are per destination prefix: the weight of
+candidate ``p`` of switch ``S`` toward ToR ``T`` is the capacity deliverable through ``p``
+to ``T``, ``min(rate(p), C(next hop, T))``, where ``C(X, T)`` is the sum of the weights of
+``X``'s own candidates toward ``T`` (recursively over the routing DAG, ``C(T, T)``
+unbounded; a down port weighs 0). So a remote leaf whose path via spine0 ends on a spine0 -> leaf0
+downlink at 25% gives spine0 a quarter share toward leaf0 and a full share toward every
+other leaf. A local-only weight (the candidate's own rate) would miss that downlink: it is
+the degradation that remote switches cannot see. The destination's access link is common
+to every path, so it does not cap (the weight would then equal it for every candidate and
+the asymmetry would vanish with slower hosts).
 
-Weights are cached per candidate list. Rates change only at scheduled events (link
-degradation, failure), so the cache re-reads the candidates' rates at most once per
-``refresh_us`` of simulated time per list (default 1 µs: the packet path costs one time
-comparison; a real WCMP controller reacts in milliseconds). ``refresh_us = 0`` re-checks on
-every packet. The table is rebuilt only when the signature (rates and up bits) changed."""
+Like a real WCMP group, each candidate list is expanded into a table of slots in which
+every port appears in proportion to its weight; a packet takes
+``table[hash(pkt.hash, switch salt) % len(table)]``. So a flow keeps one path and, across
+many flows, traffic splits in proportion to path capacity. Equal weights give one slot per
+port, i.e. exactly ECMP's choice.
+
+Weights are cached per candidate list (routing shares one list per destination ToR).
+Rates change only at scheduled events (link degradation, failure), so the scheme re-reads
+the rate and up bit of every switch-to-switch port at most once per ``refresh_us`` of
+simulated time (default 1 µs: the packet path costs one time comparison). When anything
+changed, an epoch counter advances and each group recomputes its weights at its next
+packet; the slot table is rebuilt only when its weights changed. This models a WCMP
+controller that knows every link's state within ``refresh_us``, remote links included
+(an idealisation: real controllers react in milliseconds). ``refresh_us = 0`` re-checks on
+every packet."""
 
 from __future__ import annotations
 
@@ -19,23 +37,20 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from spraylab.lb.base import LbParams, LoadBalancer, register
+from spraylab.net.switch import Switch
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.net.port import Port
-    from spraylab.net.switch import Switch
 
 PS_PER_US = 1_000_000
+UNBOUNDED = 1 << 62  # the destination ToR delivers whatever reaches it
 
 
 class WcmpParams(LbParams):
     max_table: int = Field(default=1024, ge=1, le=1 << 20, description="max slots per weighted group")
-    refresh_us: float = Field(default=1.0, ge=0, description="re-check candidate rates at most this often")
-
-
-def weights_of(cands: list[Port]) -> list[int]:
-    return [p.rate_bps if p.up else 0 for p in cands]
+    refresh_us: float = Field(default=1.0, ge=0, description="re-check link rates at most this often")
 
 
 def build_table(cands: list[Port], weights: list[int], max_table: int) -> list[Port]:
@@ -69,24 +84,62 @@ def build_table(cands: list[Port], weights: list[int], max_table: int) -> list[P
     return table
 
 
+class PathCapacity:
+    """Capacity deliverable from a switch to a destination over the routing DAG, memoised per
+    candidate list (routing shares one per switch and destination ToR) until :meth:`clear`
+    (called when a link changed). The memo holds the lists, so their ids stay unique."""
+
+    __slots__ = ("memo",)
+
+    def __init__(self) -> None:
+        self.memo: dict[int, tuple[list[Port], int]] = {}
+
+    def clear(self) -> None:
+        self.memo.clear()
+
+    def weights(self, cands: list[Port], dst: int) -> list[int]:
+        """Weight of each candidate toward host ``dst``."""
+        return [self.through(port, dst) for port in cands]
+
+    def through(self, port: Port, dst: int) -> int:
+        if not port.up:
+            return 0
+        peer = port.peer_owner
+        if not isinstance(peer, Switch):
+            return UNBOUNDED  # the last hop to the host: common to every path
+        return min(port.rate_bps, self.deliverable(peer, dst))
+
+    def deliverable(self, switch: Switch, dst: int) -> int:
+        cands = switch.table[dst]
+        entry = self.memo.get(id(cands))
+        if entry is not None:
+            return entry[1]
+        # Routes are shortest paths, so the recursion only moves closer to the destination
+        # and ends (at its ToR, whose only candidate is the host port: unbounded); a switch
+        # with no route left (all links down) delivers 0.
+        cap = sum(self.through(port, dst) for port in cands)
+        self.memo[id(cands)] = (cands, cap)
+        return cap
+
+
 class _Group:
     """Cached weighted table of one candidate list."""
 
-    __slots__ = ("cands", "signature", "table", "n", "checked_ps")
+    __slots__ = ("cands", "weights", "table", "n", "epoch")
 
-    def __init__(self, cands: list[Port], max_table: int, now: int) -> None:
+    def __init__(self, cands: list[Port], weights: list[int], max_table: int, epoch: int) -> None:
         self.cands = cands
-        self.signature = weights_of(cands)
-        self.table = build_table(cands, self.signature, max_table)
+        self.weights = weights
+        self.table = build_table(cands, weights, max_table)
         self.n = len(self.table)
-        self.checked_ps = now
+        self.epoch = epoch
 
 
 @register
 class Wcmp(LoadBalancer):
     name = "wcmp"
     where = "switch"
-    summary = "hash(5-tuple, entropy, salt) into a table weighted by each candidate's current rate"
+    summary = "hash(5-tuple, entropy, salt) into a table weighted by each candidate's path capacity to the destination"
     Params = WcmpParams
 
     def setup(self, net: Network) -> None:
@@ -95,21 +148,42 @@ class Wcmp(LoadBalancer):
         max_table = params.max_table
         refresh_ps = int(params.refresh_us * PS_PER_US)
         sim = net.sim
+        capacity = PathCapacity()
+        fabric_ports = [
+            p for p in net.ports if isinstance(p.owner, Switch) and isinstance(p.peer_owner, Switch)
+        ]
+
+        def link_state() -> tuple[Any, ...]:
+            # Reroutes replace the candidate lists (new groups), but a group built in the
+            # instant before a reroute memoised the old tables: the down-link count retires it.
+            return (len(net.down_links), *((p.rate_bps, p.up) for p in fabric_ports))
+
         groups: dict[int, _Group] = {}  # id(cands) -> group; the group keeps cands alive
         self._groups = groups
         self.rebuilds = 0
+        self.epochs = 0
+        state = [link_state(), sim.now, 0]  # [link signature, last check, epoch]
 
         def select(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
-            group = groups.get(id(cands))
             now = sim.now
+            if now - state[1] >= refresh_ps:
+                state[1] = now
+                signature = link_state()
+                if signature != state[0]:
+                    state[0] = signature
+                    state[2] += 1
+                    self.epochs += 1
+                    capacity.clear()
+            epoch = state[2]
+            group = groups.get(id(cands))
             if group is None:
-                group = groups[id(cands)] = _Group(cands, max_table, now)
-            elif now - group.checked_ps >= refresh_ps:
-                group.checked_ps = now
-                signature = weights_of(cands)
-                if signature != group.signature:
-                    group.signature = signature
-                    group.table = build_table(cands, signature, max_table)
+                group = groups[id(cands)] = _Group(cands, capacity.weights(cands, pkt.dst), max_table, epoch)
+            elif group.epoch != epoch:
+                group.epoch = epoch
+                weights = capacity.weights(cands, pkt.dst)
+                if weights != group.weights:
+                    group.weights = weights
+                    group.table = build_table(cands, weights, max_table)
                     group.n = len(group.table)
                     self.rebuilds += 1
             return group.table[hash((pkt.hash, switch.salt)) % group.n]
