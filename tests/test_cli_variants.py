@@ -30,3 +30,13 @@ def test_base_parameters_carry_over_to_the_same_scheme_only() -> None:
 def test_bad_variants_are_usage_errors(spec: str) -> None:
     with pytest.raises(UsageError):
         parse_variants(spec)
+
+
+def test_variant_labels_print_verbatim_in_the_table() -> None:
+    from rich.console import Console
+
+    from spraylab.cli import summary_table
+
+    console = Console(width=200, record=True)
+    console.print(summary_table("t", {"dfs[reorder_bound_packets=128]/sr": {}, "rps": {}}))
+    assert "dfs[reorder_bound_packets=128]/sr" in console.export_text()

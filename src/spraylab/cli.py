@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import tomllib
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from spraylab.config import Scenario, ScenarioError
@@ -161,7 +162,7 @@ def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
     for label in summaries:
-        table.add_column(label, justify="right")
+        table.add_column(escape(label), justify="right")  # labels like dfs[B=128] are not markup
     for name, key, kind in SUMMARY_ROWS:
         table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
     # Collectives and MoE phases: completion time and bus bandwidth per group.
@@ -311,7 +312,7 @@ def list_command() -> None:
     for name in sorted(REGISTRY):
         cls = REGISTRY[name]
         params = ", ".join(f"{k}={v.default!r}" for k, v in cls.Params.model_fields.items()) or "-"
-        table.add_row(name, cls.where, cls.summary, params)
+        table.add_row(name, cls.where, escape(cls.summary), escape(params))
     console.print(table)
     import typing
 
