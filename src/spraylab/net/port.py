@@ -156,7 +156,11 @@ class Port:
             if backlog > self.max_queue_bytes:
                 self.max_queue_bytes = backlog
             buffer = self.buffer
-            if buffer is not None and backlog > buffer.safe_port_bytes and not buffer.admits(self, backlog, pkt.size):
+            if (
+                buffer is not None
+                and backlog > buffer.safe_port_bytes
+                and not buffer.admits(self, backlog, pkt.size)
+            ):
                 self.drops += 1
                 sim_drop(sim, pkt)
                 return
@@ -277,7 +281,9 @@ class IngressCounter:
 
     __slots__ = ("sim", "upstream", "delay_ps", "xoff", "xon", "bytes", "pausing", "forward", "pauses_sent")
 
-    def __init__(self, sim: Simulator, upstream: Port, xoff: int, xon: int, forward: Callable[[Packet], None]) -> None:
+    def __init__(
+        self, sim: Simulator, upstream: Port, xoff: int, xon: int, forward: Callable[[Packet], None]
+    ) -> None:
         self.sim = sim
         self.upstream = upstream
         self.delay_ps = upstream.delay_ps
@@ -317,7 +323,12 @@ def _dropper(port: Port) -> Callable[[Packet], None]:
 
 
 def sim_drop(sim: Simulator, pkt: Packet) -> None:
-    """Every drop goes through here so the network's conservation counter sees it."""
+    """Every drop goes through here so the network's conservation counter sees it, and so
+    the ideal transport's oracle loss notice (``QueuePair.drop_hook``; None for the other
+    recovery modes, which pay this one attribute test) sees the loss."""
     qp = pkt.qp
     if qp is not None:
         qp.net.dropped_packets += 1
+        hook = qp.drop_hook
+        if hook is not None:
+            hook(pkt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from spraylab.net.packet import DATA, HEADER_BYTES, Packet
+from spraylab.net.packet import ACK, CONTROL_BYTES, DATA, HEADER_BYTES, Packet
 from spraylab.transport.dcqcn import Dcqcn
 from spraylab.transport.params import TransportParams
 
@@ -24,6 +24,31 @@ class QueuePair:
 
     ``psn_window`` caps ``next PSN - snd_una`` (DFS sets it to its reorder bound B).
     ``lb`` is the sender-side load balancer hook (entropy per packet, ACK feedback), or None.
+
+    **Ideal transport loss recovery** (an idealisation of packet trimming as in NDP or Ultra
+    Ethernet; the ideal receiver itself never NACKs, so without it a real loss waits for the
+    RTO). Every drop of one of this QP's packets calls ``drop_hook`` from ``sim_drop`` (None
+    for the other recovery modes, so they pay one attribute test):
+
+    * a lost **data** packet is reported to the sender at ``max(sent + base RTT, drop +
+      return)`` (``_path_delays``: base RTT = idle-fabric round trip of a data packet and its
+      ACK along the flow's route, return = its ACK half). That is when the NACK for a trimmed
+      header that went on from the drop point to the receiver gets back (trimming as in NDP
+      or Ultra Ethernet) if the packet had not queued before the drop point, as on lossy and
+      failed links; and it is never earlier than a header bounced straight back from the
+      drop point (NDP's return-to-sender) could arrive, so a real mechanism achieves it. It
+      is also never later than a selective-repeat NACK, which needs a later-sent packet to
+      reach the receiver (at least sent + base RTT); "drop + base RTT" would be, by up to the
+      forward path already travelled. The PSN is then resent selectively (on whatever
+      entropy the load balancer picks) unless the receiver holds it (it would not NACK it),
+      it is already queued, or another copy (an RTO resend) is still in the network and
+      decides on its own: a notice never causes a spurious retransmission;
+    * a lost **ACK** causes no resend: SACK state is cumulative (``_sack``), so any later ACK
+      repairs the sender's view; and its content reaches the transport at drop + return
+      (``_on_late_ack``), so a window-limited sender whose last ACKs die (a failed link in the
+      ACK direction) does not wait for the RTO either;
+    * lost CNPs are lost. The load balancer hears of none of this (it sees the ACKs that
+      arrive, as before). The RTO (default 1 ms) stays as the last resort.
     """
 
     __slots__ = (
@@ -47,7 +72,8 @@ class QueuePair:
         "snd_nxt",
         "max_sent",
         "retx_queue",
-        "sacked",
+        "ideal",
+        "sack_count",
         "entropy",
         "psn_window",
         "window_packets",
@@ -65,9 +91,21 @@ class QueuePair:
         "nacks_received",
         "timeouts",
         "_rto_cb",
+        # ideal transport only (None / unused otherwise)
+        "drop_hook",
+        "tx_copies",
+        "lost_copies",
+        "base_rtt_ps",
+        "return_ps",
+        "loss_notices",
+        "late_acks",
+        "_notice_cb",
+        "_late_ack_cb",
     )
 
-    def __init__(self, net: Network, spec: FlowSpec, nic: Nic, params: TransportParams, line_rate_bps: int) -> None:
+    def __init__(
+        self, net: Network, spec: FlowSpec, nic: Nic, params: TransportParams, line_rate_bps: int
+    ) -> None:
         self.net = net
         self.sim = net.sim
         self.spec = spec
@@ -88,7 +126,8 @@ class QueuePair:
         self.snd_nxt = 0
         self.max_sent = 0
         self.retx_queue: deque[int] = deque()
-        self.sacked = bytearray(self.n_packets) if params.recovery == "ideal" else None
+        self.ideal = params.recovery == "ideal"
+        self.sack_count = 0  # ideal: the receiver's first arrivals the sender has heard of (SACK)
         self.entropy = net.flow_rng.getrandbits(16)
         self.psn_window = 1 << 62
         self.window_packets = (
@@ -108,6 +147,19 @@ class QueuePair:
         self.nacks_received = 0
         self.timeouts = 0
         self._rto_cb = self._on_rto
+        ideal = self.ideal
+        self.drop_hook = self._on_drop if ideal else None
+        # Copies of each PSN put on the wire (the first send is counted in advance) and copies
+        # lost in the network: a PSN has a copy in flight while the first exceeds the second
+        # (and the receiver does not hold it yet).
+        self.tx_copies: list[int] | None = [1] * self.n_packets if ideal else None
+        self.lost_copies: list[int] | None = [0] * self.n_packets if ideal else None
+        self.base_rtt_ps = -1  # computed at the first loss (_path_delays)
+        self.return_ps = -1
+        self.loss_notices = 0
+        self.late_acks = 0
+        self._notice_cb = self._on_loss_notice
+        self._late_ack_cb = self._on_late_ack
 
     # --- rate ------------------------------------------------------------------------
     def set_rate(self, rate_bps: float) -> None:
@@ -140,7 +192,7 @@ class QueuePair:
         retx_queue = self.retx_queue
         while retx_queue:
             psn = retx_queue.popleft()
-            if psn >= self.snd_una and (self.sacked is None or not self.sacked[psn]):
+            if psn >= self.snd_una and not (self.ideal and self._sacked(psn)):
                 break
         else:
             psn = self.snd_nxt
@@ -155,10 +207,14 @@ class QueuePair:
         size = payload + HEADER_BYTES
         lb = self.lb
         entropy = self.entropy if lb is None else lb.entropy(self, psn)
-        pkt = Packet(DATA, self, self.src, self.dst, psn, size, payload, entropy, (self.flow_id << 16) | entropy, now)
+        pkt = Packet(
+            DATA, self, self.src, self.dst, psn, size, payload, entropy, (self.flow_id << 16) | entropy, now
+        )
         if psn < self.max_sent:
             pkt.retx = True
             self.retx_packets += 1
+            if self.tx_copies is not None:
+                self.tx_copies[psn] += 1
         else:
             self.max_sent = psn + 1
         self.sent_packets += 1
@@ -186,8 +242,10 @@ class QueuePair:
 
     def on_ack(self, pkt: Packet) -> None:
         now = self.sim.now
-        if self.sacked is not None:
-            self.sacked[pkt.sack_psn] = 1
+        if self.ideal:  # cumulative SACK (see _sack), inlined on this hot path
+            count = self.rx.rank[pkt.sack_psn]
+            if count > self.sack_count:
+                self.sack_count = count
         self._advance(pkt.psn, now)
         if self.lb is not None:
             self.lb.on_ack(self, pkt)
@@ -229,9 +287,10 @@ class QueuePair:
             return
         self.timeouts += 1
         self.last_progress_ps = now
-        if self.sacked is not None:
-            sacked = self.sacked
-            self.retx_queue.extend(p for p in range(self.snd_una, self.max_sent) if not sacked[p])
+        if self.ideal:
+            rank, count = self.rx.rank, self.sack_count
+            self.retx_queue.clear()  # the un-SACKed range below includes anything still queued
+            self.retx_queue.extend(p for p in range(self.snd_una, self.max_sent) if not 0 < rank[p] <= count)
         else:
             self.snd_nxt = self.snd_una  # go back N (selective-repeat RNICs also do so on timeout)
         if self.lb is not None:
@@ -240,3 +299,83 @@ class QueuePair:
         self.sim.after(self.rto_ps, self._rto_cb)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
+
+    # --- ideal transport: oracle loss notification -----------------------------------
+    def _on_drop(self, pkt: Packet) -> None:
+        """``sim_drop`` hook (ideal mode): a packet of this QP was lost (see the class doc)."""
+        if self.sender_done:
+            return
+        back = self.return_ps
+        if back < 0:
+            self._path_delays()
+            back = self.return_ps
+        now = self.sim.now
+        kind = pkt.kind
+        if kind == DATA:
+            self.lost_copies[pkt.psn] += 1  # type: ignore[index]
+            at = pkt.sent_ps + self.base_rtt_ps
+            self.sim.at(at if at > now + back else now + back, self._notice_cb, pkt.psn)
+        elif kind == ACK:
+            # Not the packet itself: an event holding a Packet would count as in flight.
+            self.sim.at(now + back, self._late_ack_cb, (pkt.psn, pkt.sack_psn))
+
+    def _sack(self, sack_psn: int) -> None:
+        """Cumulative SACK: the ideal receiver's ACK triggered by PSN ``sack_psn`` reports
+        every PSN it held when it sent that ACK, i.e. its first ``rank[sack_psn]`` arrivals
+        (for an ACK of a duplicate, a lower bound), so one lost ACK is repaired by any later
+        one. The sender keeps the largest count heard; PSN p is SACKed iff
+        ``0 < rank[p] <= sack_count``."""
+        count = self.rx.rank[sack_psn]
+        if count > self.sack_count:
+            self.sack_count = count
+
+    def _sacked(self, psn: int) -> bool:
+        rank = self.rx.rank[psn]
+        return 0 < rank <= self.sack_count
+
+    def _on_late_ack(self, info: tuple[int, int]) -> None:
+        """A lost ACK's content (ePSN, SACK) reaches the transport ``return_ps`` after the drop.
+        The load balancer is not told: the path it came back on did not deliver it."""
+        if self.sender_done:
+            return
+        epsn, sack_psn = info
+        self.late_acks += 1
+        self._sack(sack_psn)
+        self._advance(epsn, self.sim.now)
+        if not self.sender_done and not self.in_sched and self.has_work():
+            self.nic.activate(self)
+
+    def _on_loss_notice(self, psn: int) -> None:
+        """The (trimmed-header) NACK for ``psn`` reaches the sender: resend it selectively
+        unless that would be spurious or redundant."""
+        if self.sender_done or psn < self.snd_una or self.rx.received[psn]:
+            return  # delivered: the receiver would not NACK a PSN it holds
+        if self.tx_copies[psn] > self.lost_copies[psn]:  # type: ignore[index]
+            return  # another copy (an RTO resend) is still in the network
+        if psn in self.retx_queue:
+            return  # already queued (by an RTO)
+        self.loss_notices += 1
+        self.retx_queue.append(psn)
+        if not self.in_sched:
+            self.nic.activate(self)
+
+    def _path_delays(self) -> None:
+        """``base_rtt_ps``: round trip of a data packet and its ACK on the idle fabric along
+        one route (the first equal-cost candidate at each switch), i.e. propagation both ways
+        plus one data and one control serialization per hop; ``return_ps``: its ACK half
+        (destination to source)."""
+        data = self.mtu + HEADER_BYTES
+        port = self.nic.port
+        forward = back = 0
+        for _ in range(64):  # hop limit
+            forward += port.delay_ps + int(data * port.ps_per_byte)
+            back += port.delay_ps + int(CONTROL_BYTES * port.ps_per_byte)
+            table = getattr(port.peer_owner, "table", None)
+            if table is None:  # reached a host
+                break
+            cands = table[self.dst]
+            if not cands:  # unreachable right now: the route so far
+                break
+            port = cands[0]
+        self.base_rtt_ps = forward + back
+        self.return_ps = back

@@ -79,7 +79,9 @@ class Receiver:
     # --- helpers shared by the recovery modes -----------------------------------------
     def _reply(self, kind: int, data: Packet) -> None:
         qp = self.qp
-        pkt = Packet(kind, qp, qp.dst, qp.src, self.epsn, CONTROL_BYTES, 0, data.entropy, data.hash, data.sent_ps)
+        pkt = Packet(
+            kind, qp, qp.dst, qp.src, self.epsn, CONTROL_BYTES, 0, data.entropy, data.hash, data.sent_ps
+        )
         pkt.sack_psn = data.psn
         pkt.ecn = data.ecn
         pkt.path_id = data.path_id
@@ -208,16 +210,31 @@ class SelectiveRepeatReceiver(Receiver):
 
 
 class IdealReceiver(Receiver):
-    """Reorder-tolerant reference: accepts any PSN, SACKs each packet, never NACKs."""
+    """Reorder-tolerant reference: accepts any PSN, SACKs each packet, never NACKs (real
+    losses are reported to the sender by an oracle notice, see ``QueuePair``).
 
-    __slots__ = ()
+    SACK state is cumulative: ``rank[p]`` is the number of first arrivals the receiver had
+    once PSN p had arrived (0: not yet), so the ACK triggered by p reports all of the first
+    ``rank[p]`` arrivals, and losing one ACK costs the sender nothing once a later one
+    arrives (``QueuePair._sack``)."""
+
+    __slots__ = ("rank", "n_arrived")
+
+    def __init__(self, qp: QueuePair, nic: Nic, params: TransportParams) -> None:
+        super().__init__(qp, nic, params)
+        self.rank = [0] * qp.n_packets
+        self.n_arrived = 0
 
     def on_data(self, pkt: Packet) -> None:
         self._observe(pkt)
         psn = pkt.psn
         if self.received[psn]:
             self._duplicate(pkt)
-        elif psn == self.epsn:
+            return
+        n = self.n_arrived + 1
+        self.n_arrived = n
+        self.rank[psn] = n
+        if psn == self.epsn:
             self._in_order(pkt)
         else:
             self._place(pkt)
