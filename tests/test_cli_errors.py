@@ -81,6 +81,10 @@ CASES: dict[str, Case] = {
         edit('kind = "permutation"\nsize = "64KB"', 'kind = "incast"\nsenders = 40'),
         ("workload.senders", "40"),
     ),
+    "alltoall_peers_in_flight_exceed_peers": Case(
+        edit('kind = "permutation"\nsize = "64KB"', 'kind = "all_to_all"\npeers_in_flight = 4'),
+        ("workload.peers_in_flight", "4", "at most 3"),
+    ),
     "invalid_toml_syntax": Case(edit("[transport]", "[transport"), ("not valid TOML", "line 7")),
     "unknown_file": Case(None, ("no such file", "no_such_scenario.toml")),
     "set_without_equals": Case(VALID, ("--set", "run.seed", "key=value"), ("--set", "run.seed")),

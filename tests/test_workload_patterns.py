@@ -1,12 +1,18 @@
 import random
-from collections import Counter
+from collections import Counter, defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from simutil import make_net, run_flows, small_leaf_spine
 
+from spraylab.config import Scenario, ScenarioError, validate
+from spraylab.workload.build import build_flows
 from spraylab.workload.cdf import FlowSizeCdf, poisson_flows
+from spraylab.workload.collectives import all_to_all_collective
+from spraylab.workload.flows import FlowSpec
 from spraylab.workload.patterns import all_to_all, incast, permutation, random_pairs
 
 # ---------------------------------------------------------------- CDF
@@ -199,6 +205,201 @@ def test_all_to_all(n: int) -> None:
     assert len(pairs) == n * (n - 1) == len(set(pairs))
     assert all(s != d for s, d in pairs)
     assert [f.flow_id for f in flows] == list(range(len(flows)))
+    # The default (peers_in_flight = 0) is the pattern as it always was: everything at once, in
+    # (src, dst) order, so existing scenarios run exactly as before.
+    assert pairs == sorted(pairs)
+    assert all(f.deps == () and f.start_ps == 0 for f in flows)
+    assert all_to_all(hosts, 64, peers_in_flight=0) == flows
+
+
+# ---------------------------------------------------------------- all-to-all, bounded peers in flight
+
+
+def _windowed_schedule(flows: list[FlowSpec], duration: dict[int, int]) -> dict[int, tuple[int, int]]:
+    """(start, finish) of every flow when flow f takes ``duration[f]`` once started and a flow with
+    deps starts ``start_ps`` after its last dep finishes (the Network's rule)."""
+    times: dict[int, tuple[int, int]] = {}
+    for f in sorted(flows, key=lambda f: f.flow_id):  # deps always point to smaller ids
+        assert all(d < f.flow_id for d in f.deps)
+        begin = f.start_ps + max((times[d][1] for d in f.deps), default=0)
+        times[f.flow_id] = (begin, begin + duration[f.flow_id])
+    return times
+
+
+def _max_overlap(intervals: list[tuple[int, int]]) -> int:
+    """Most half-open intervals [start, finish) covering one instant."""
+    events = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])  # ends first
+    most = active = 0
+    for _, step in events:
+        active += step
+        most = max(most, active)
+    return most
+
+
+def _assert_shift_order(flows: list[FlowSpec], hosts: list[int]) -> None:
+    """Each rank's flows, by id, go to rank + 1, rank + 2, ... (positions in ``hosts``, mod n)."""
+    n = len(hosts)
+    pos = {h: i for i, h in enumerate(hosts)}
+    for r, host in enumerate(hosts):
+        dsts = [f.dst for f in sorted(flows, key=lambda f: f.flow_id) if f.src == host]
+        assert [pos[d] for d in dsts] == [(r + k) % n for k in range(1, n)]
+
+
+@settings(max_examples=150)
+@given(st.integers(2, 12), st.data())
+def test_all_to_all_peers_in_flight_structure(n: int, data: st.DataObject) -> None:
+    hosts = [7 + 5 * i for i in range(n)]
+    p = data.draw(st.integers(1, n + 2), label="peers_in_flight")
+    flows = all_to_all(hosts, 64, start_ps=9, first_flow_id=4, peers_in_flight=p)
+    pairs = [(f.src, f.dst) for f in flows]
+    assert len(pairs) == n * (n - 1) == len(set(pairs))  # every ordered pair exactly once
+    assert [f.flow_id for f in flows] == list(range(4, 4 + len(flows)))
+    _assert_shift_order(flows, hosts)
+    by_src: dict[int, list[FlowSpec]] = defaultdict(list)
+    for f in flows:
+        by_src[f.src].append(f)
+    for mine in by_src.values():
+        for k, f in enumerate(mine):
+            if k < p:  # the first P open the window at the workload's start time
+                assert f.deps == () and f.start_ps == 9
+            else:  # later ones take the slot of the flow P places earlier, at once
+                assert f.deps == (mine[k - p].flow_id,) and f.start_ps == 0
+
+
+@settings(max_examples=150)
+@given(st.integers(2, 10), st.data())
+def test_all_to_all_never_more_than_p_sends_in_flight(n: int, data: st.DataObject) -> None:
+    """Whatever each flow takes, a rank never has more than P flows between start and completion
+    (and has P at the start); every later flow starts the instant one of the rank's flows ends."""
+    hosts = list(range(n))
+    p = data.draw(st.integers(1, n - 1), label="peers_in_flight")
+    flows = all_to_all(hosts, 64, peers_in_flight=p)
+    duration = {f.flow_id: data.draw(st.integers(1, 50), label=f"duration {f.flow_id}") for f in flows}
+    times = _windowed_schedule(flows, duration)
+    for host in hosts:
+        mine = [times[f.flow_id] for f in flows if f.src == host]
+        assert _max_overlap(mine) == p
+        # A slot that frees is refilled at once (the slot of flow k - P: P lanes, each in order).
+        finishes = {b for _, b in mine}
+        assert all(a in finishes for a, _ in sorted(mine)[p:])
+
+
+def test_all_to_all_peers_in_flight_in_the_simulator() -> None:
+    """End to end through the Network's dependency mechanism: with P = 2 on 8 hosts no host has
+    more than 2 flows between start and full receipt, each host starts its flows in shift order,
+    and every flow completes."""
+    fabric = small_leaf_spine(leaves=2, spines=2, hosts_per_leaf=4)
+    hosts = list(range(fabric.n_hosts))
+    flows = all_to_all(hosts, 20_000, peers_in_flight=2)
+    sim, net = make_net(fabric, lb="rps")
+    run_flows(sim, net, flows)
+    assert net.all_done
+    n = len(hosts)
+    by_src: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)  # src -> shift -> (start, finish)
+    for qp in net.qps:
+        assert 0 <= qp.start_ps < qp.rx.finish_ps
+        by_src[qp.spec.src][(qp.spec.dst - qp.spec.src) % n] = (qp.start_ps, qp.rx.finish_ps)
+    for mine in by_src.values():
+        assert sorted(mine) == list(range(1, n))
+        assert _max_overlap(list(mine.values())) == 2
+        assert mine[1][0] == mine[2][0] == 0
+        # Shift k starts the instant shift k - 2 (same lane) has been received, never earlier.
+        assert all(mine[k][0] == mine[k - 2][1] for k in range(3, n))
+
+
+def test_all_to_all_collective_window_skips_empty_pairs() -> None:
+    """Matrix sizes (e.g. MoE): the window counts a rank's non-empty messages in shift order; the
+    first P wait for ``after`` and ``start_ps``."""
+    sizes = np.array([[0, 5, 0, 7], [1, 0, 2, 3], [4, 4, 0, 0], [0, 0, 0, 0]])
+    flows = all_to_all_collective([0, 1, 2, 3], sizes, 10, "a2a", 3, after=(1, 2), peers_in_flight=1)
+    assert sum(f.size_bytes for f in flows) == sizes.sum()
+    assert {(f.src, f.dst): f.size_bytes for f in flows} == {
+        (i, j): int(sizes[i, j]) for i in range(4) for j in range(4) if sizes[i, j]
+    }
+    assert all(f.group == "a2a" for f in flows)
+    ids = {(f.src, f.dst): f for f in flows}
+    # Rank 0 sends to 1 then 3 (2 is empty); rank 1 to 2, 3, 0; rank 2 to 0, 1.
+    assert ids[0, 1].deps == (1, 2) and ids[0, 1].start_ps == 3
+    assert ids[0, 3].deps == (ids[0, 1].flow_id,) and ids[0, 3].start_ps == 0
+    assert ids[1, 2].deps == (1, 2)
+    assert ids[1, 3].deps == (ids[1, 2].flow_id,)
+    assert ids[1, 0].deps == (ids[1, 3].flow_id,)
+    assert ids[2, 0].deps == (1, 2)
+    assert ids[2, 1].deps == (ids[2, 0].flow_id,)
+    # Default: unchanged, everything waits only for ``after``.
+    flat = all_to_all_collective([0, 1, 2, 3], sizes, 10, "a2a", 3, after=(1, 2))
+    assert [(f.src, f.dst) for f in flat] == sorted((f.src, f.dst) for f in flat)
+    assert all(f.deps == (1, 2) and f.start_ps == 3 for f in flat)
+
+
+@pytest.mark.parametrize("bad", [-1, -8])
+def test_all_to_all_rejects_negative_peers_in_flight(bad: int) -> None:
+    with pytest.raises(ValueError, match="peers_in_flight"):
+        all_to_all([0, 1, 2], 10, peers_in_flight=bad)
+    with pytest.raises(ValueError, match="peers_in_flight"):
+        all_to_all_collective([0, 1, 2], 10, peers_in_flight=bad)
+
+
+# ---------------------------------------------------------------- all-to-all options in scenarios
+
+
+def _scenario(workload: dict) -> dict:
+    return {
+        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},
+        "workload": workload,
+    }
+
+
+@pytest.mark.parametrize(
+    ("workload", "expect"),
+    [
+        ({"kind": "all_to_all", "peers_in_flight": -1}, ("workload.peers_in_flight = -1", ">= 0")),
+        ({"kind": "all_to_all", "peers_in_flight": 8}, ("workload.peers_in_flight = 8", "at most 7")),
+        (
+            {"kind": "all_to_all", "hosts": 4, "peers_in_flight": 4},
+            ("workload.peers_in_flight = 4", "at most 3", "4-rank"),
+        ),
+        (
+            {"kind": "collective", "collective": "alltoall", "peers_in_flight": 9},
+            ("workload.peers_in_flight = 9", "at most 7"),
+        ),
+        (
+            {"kind": "collective", "collective": "allreduce", "peers_in_flight": 2},
+            ("workload.peers_in_flight = 2", "only for collective = 'alltoall'"),
+        ),
+    ],
+)
+def test_peers_in_flight_config_errors(workload: dict, expect: tuple[str, ...]) -> None:
+    with pytest.raises(ScenarioError) as info:
+        validate(_scenario(workload))
+    assert len(info.value.lines) == 1
+    for text in expect:
+        assert text in info.value.lines[0], (text, info.value.lines[0])
+
+
+def test_peers_in_flight_reaches_the_flows_and_default_is_not_dumped() -> None:
+    fabric = small_leaf_spine(leaves=2, spines=2, hosts_per_leaf=4)
+    plain = Scenario.from_dict(_scenario({"kind": "all_to_all"}))
+    # Not in the dump at its default, so a scenario's identity (store key, report cache) is the
+    # same as before the option existed.
+    assert "peers_in_flight" not in plain.to_dict()["workload"][0]
+    flows, _ = build_flows(plain.workload, fabric, random.Random(0))
+    assert all(f.deps == () for f in flows)
+
+    windowed = plain.with_overrides({"workload.peers_in_flight": 3})
+    assert windowed.to_dict()["workload"][0]["peers_in_flight"] == 3
+    flows, groups = build_flows(windowed.workload, fabric, random.Random(0))
+    assert len(flows) == 8 * 7 and sum(1 for f in flows if not f.deps) == 8 * 3
+    assert groups["0:all_to_all"].ranks == 8
+    _assert_shift_order(flows, list(range(8)))
+
+    coll = Scenario.from_dict(
+        _scenario({"kind": "collective", "collective": "alltoall", "size": "8KB", "peers_in_flight": 1})
+    )
+    flows, _ = build_flows(coll.workload, fabric, random.Random(0))
+    assert sum(1 for f in flows if not f.deps) == 8
+    assert all(f.group == "0:collective" and f.size_bytes == 1000 for f in flows)
+    _assert_shift_order(flows, list(range(8)))
 
 
 def test_random_pairs() -> None:

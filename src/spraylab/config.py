@@ -13,13 +13,16 @@ from typing import Annotated, Any, Literal, Union
 
 import tomllib
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -236,11 +239,39 @@ class IncastWorkload(Section):
     receiver: int = Field(default=0, ge=0)
 
 
+def _check_peers_in_flight(value: int) -> int:
+    if value < 0:
+        raise ValueError("must be >= 0: 0 = every peer at once, P >= 1 = at most P peers per rank")
+    return value
+
+
+# All-to-all: how many peers a rank sends to at once (0 = all of them, as before the option
+# existed). Collective libraries bound it (MPI pairwise exchange: 1; NCCL: a few p2p channels),
+# which changes what spraying does to go-back-N: see workload.collectives.all_to_all_collective.
+PeersInFlight = Annotated[int, AfterValidator(_check_peers_in_flight)]
+
+
+def _dump_without_default_window(model: BaseModel, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    """The section's dump, without ``peers_in_flight`` when it is 0 (the default).
+
+    A dumped scenario identifies a run (store keys, tools/lb_report.py's --reuse), so leaving the
+    default out keeps every scenario written before the option existed the same run as before."""
+    data = handler(model)
+    if not getattr(model, "peers_in_flight", 0):
+        data.pop("peers_in_flight", None)
+    return data
+
+
 class AllToAllWorkload(Section):
     kind: Literal["all_to_all"]
     size: PositiveBytes = 1_000_000
     start: TimePs = 0
     hosts: int = Field(default=0, ge=0)  # 0 = every host
+    peers_in_flight: PeersInFlight = 0  # 0 = all hosts - 1 peers at once; else 1 .. hosts - 1
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _dump_without_default_window(self, handler)
 
 
 class RandomPairsWorkload(Section):
@@ -273,6 +304,11 @@ class CollectiveWorkload(Section):
     size: PositiveBytes = 8_000_000
     hosts: int = Field(default=0, ge=0)  # 0 = every host
     start: TimePs = 0
+    peers_in_flight: PeersInFlight = 0  # collective = "alltoall" only, as in AllToAllWorkload
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return _dump_without_default_window(self, handler)
 
 
 RailStrategy = Literal["rail_matched", "rail_local", "rail_spray", "rails"]
@@ -378,6 +414,20 @@ class Scenario(Section):
                     raise ValueError(f"{where}.senders = {w.senders}: at most {n - 1} on a {n}-host fabric")
             if isinstance(w, (AllToAllWorkload, CollectiveWorkload)) and w.hosts > n:
                 raise ValueError(f"{where}.hosts = {w.hosts}: at most {n} on this fabric")
+            if isinstance(w, CollectiveWorkload) and w.peers_in_flight and w.collective != "alltoall":
+                # Checked here rather than on the field: the error line can then name the key as
+                # written (the "collective" union tag doubles as a field name of this section).
+                raise ValueError(
+                    f"{where}.peers_in_flight = {w.peers_in_flight}: only for collective = 'alltoall' "
+                    f"(a ring {w.collective} has one message per rank in flight anyway); use 0"
+                )
+            if isinstance(w, (AllToAllWorkload, CollectiveWorkload)) and w.peers_in_flight:
+                ranks = w.hosts or n
+                if w.peers_in_flight > ranks - 1:
+                    raise ValueError(
+                        f"{where}.peers_in_flight = {w.peers_in_flight}: at most {ranks - 1} (the other "
+                        f"ranks of a {ranks}-rank all-to-all); 0 = all of them at once"
+                    )
             if isinstance(w, (MoeWorkload, RailAllToAllWorkload)) and not isinstance(self.topology, RailTopology):
                 raise ValueError(
                     f"{where}.kind = {w.kind!r}: needs a rail-optimized cluster (topology.kind = 'rail'), "

@@ -63,7 +63,7 @@ def build_flows(
             info = GroupInfo(name, "incast", w.size, w.senders)
         elif isinstance(w, AllToAllWorkload):
             members = hosts[: w.hosts] if w.hosts else hosts
-            new = patterns.all_to_all(members, w.size, w.start, first)
+            new = patterns.all_to_all(members, w.size, w.start, first, w.peers_in_flight)
             info = GroupInfo(name, "alltoall", w.size * len(members), len(members))
         elif isinstance(w, RandomPairsWorkload):
             new = patterns.random_pairs(hosts, w.flows, w.size, rng, w.start, first)
@@ -84,7 +84,9 @@ def build_flows(
                 new = maker(members, w.size, first, name, w.start)
             else:
                 per_pair = max(1, w.size // len(members))
-                new = collectives.all_to_all_collective(members, per_pair, first, name, w.start)
+                new = collectives.all_to_all_collective(
+                    members, per_pair, first, name, w.start, peers_in_flight=w.peers_in_flight
+                )
             info = GroupInfo(name, w.collective, w.size, len(members))
         elif isinstance(w, (MoeWorkload, RailAllToAllWorkload)):
             new, phase_groups = rail_workload_flows(w, fabric, first, name, seed)

@@ -67,13 +67,32 @@ def all_to_all_collective(
     group: str = "alltoall",
     start_ps: int = 0,
     after: Sequence[int] = (),
+    peers_in_flight: int = 0,
 ) -> list[FlowSpec]:
-    """One message per ordered pair, all at once (no ordering among them).
+    """One message per ordered pair.
 
     ``bytes_per_pair`` is one size for every pair or an n x n matrix indexed by position in ``gpus``
     (e.g. a MoE dispatch matrix); zero entries and the diagonal (local copies) make no message.
+
+    ``peers_in_flight = 0`` (default): every message at once, ids in (sender, receiver) order. A rank's
+    NIC then interleaves all n - 1 of its QPs packet by packet.
+
+    ``peers_in_flight = P >= 1``: rank r sends to r+1, r+2, ..., r+n-1 (mod n, positions in ``gpus``)
+    and its k-th non-empty message (k >= P) starts when its (k-P)-th has been fully received: P lanes,
+    each sending in order, so no rank ever has more than P sends in flight. Collective libraries do
+    bound this: MPI's pairwise exchange sends to rank + step, one step at a time (Open MPI
+    ``alltoall_intra_pairwise`` in coll_base_alltoall.c; P = 1 without its coupling to the matching
+    receive); Open MPI's ``alltoall_intra_linear_sync`` keeps at most ``max_outstanding_reqs`` isends
+    posted (it refills whichever completes first, where a lane here waits for its own message);
+    NCCL's grouped ncclSend/ncclRecv walks rounds with ``p2pSchedule[round].sendRank`` = rank + delta
+    (recent versions permute the deltas) over a few p2p channels, at most
+    NCCL_MAX_DEV_WORK_P2P_PER_BATCH = 8 operations per work batch. Ids are step-major (every rank's
+    first message, then every second one, ...). A rank's first P messages wait for ``after`` and
+    ``start_ps``; later ones start as soon as their lane frees.
     """
     n = _check_gpus(gpus, minimum=2)
+    if peers_in_flight < 0:
+        raise ValueError(f"peers_in_flight must be >= 0 (0 = all peers at once), got {peers_in_flight}")
     if np.isscalar(bytes_per_pair):
         sizes = np.full((n, n), bytes_per_pair, dtype=np.int64)
     else:
@@ -84,11 +103,29 @@ def all_to_all_collective(
         raise ValueError(f"bytes_per_pair must be >= 0, found {sizes.min()}")
     flows: list[FlowSpec] = []
     deps = tuple(after)
-    for i in range(n):
-        for j in range(n):
-            if i != j and sizes[i, j] > 0:
-                fid = first_flow_id + len(flows)
-                flows.append(FlowSpec(fid, gpus[i], gpus[j], int(sizes[i, j]), start_ps, deps, group))
+    if peers_in_flight == 0:
+        # Kept exactly as before the option existed (order included): flow ids fix QP creation
+        # order and hence the NICs' round-robin order, so results of existing scenarios stay put.
+        for i in range(n):
+            for j in range(n):
+                if i != j and sizes[i, j] > 0:
+                    fid = first_flow_id + len(flows)
+                    flows.append(FlowSpec(fid, gpus[i], gpus[j], int(sizes[i, j]), start_ps, deps, group))
+        return flows
+    sent: list[list[int]] = [[] for _ in range(n)]  # flow ids of each rank's messages, in send order
+    for shift in range(1, n):
+        for i in range(n):
+            j = (i + shift) % n
+            if sizes[i, j] <= 0:
+                continue
+            fid = first_flow_id + len(flows)
+            mine = sent[i]
+            if len(mine) < peers_in_flight:
+                flow = FlowSpec(fid, gpus[i], gpus[j], int(sizes[i, j]), start_ps, deps, group)
+            else:  # its lane: it starts when the message P places earlier has been received
+                flow = FlowSpec(fid, gpus[i], gpus[j], int(sizes[i, j]), 0, (mine[-peers_in_flight],), group)
+            mine.append(fid)
+            flows.append(flow)
     return flows
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 
+from spraylab.workload.collectives import all_to_all_collective
 from spraylab.workload.flows import FlowSpec
 
 __all__ = ["all_to_all", "incast", "permutation", "random_pairs"]
@@ -76,10 +77,22 @@ def incast(
 
 
 def all_to_all(
-    hosts: Sequence[int], size_bytes: int, start_ps: int = 0, first_flow_id: int = 0
+    hosts: Sequence[int],
+    size_bytes: int,
+    start_ps: int = 0,
+    first_flow_id: int = 0,
+    peers_in_flight: int = 0,
 ) -> list[FlowSpec]:
-    """One flow for every ordered pair of distinct hosts, ordered by (src, dst) position."""
+    """One flow for every ordered pair of distinct hosts.
+
+    ``peers_in_flight = 0``: all at once, ordered by (src, dst) position. ``P >= 1``: host r sends
+    to r+1, r+2, ... (positions in ``hosts``, mod n) with at most P flows in flight, each later flow
+    waiting for the one P places before it; see :func:`collectives.all_to_all_collective`.
+    """
     _check_hosts(hosts, 2)
+    if peers_in_flight:
+        # One implementation of the windowed schedule for both all-to-all workloads.
+        return all_to_all_collective(hosts, size_bytes, first_flow_id, "", start_ps, (), peers_in_flight)
     pairs = [(s, d) for s in hosts for d in hosts if s != d]
     return [FlowSpec(first_flow_id + i, s, d, size_bytes, start_ps) for i, (s, d) in enumerate(pairs)]
 
