@@ -81,6 +81,14 @@ CASES: dict[str, Case] = {
         edit('kind = "permutation"\nsize = "64KB"', 'kind = "incast"\nsenders = 40'),
         ("workload.senders", "40"),
     ),
+    "collective_field_error_names_the_field": Case(
+        edit('kind = "permutation"\nsize = "64KB"', 'kind = "collective"\ncollective = "alltoall"\nsize = "abc"'),
+        ("workload.size = 'abc'",),
+    ),
+    "collective_kind_error_names_collective": Case(
+        edit('kind = "permutation"\nsize = "64KB"', 'kind = "collective"\ncollective = "foo"'),
+        ("workload.collective = 'foo'", "alltoall"),
+    ),
     "alltoall_peers_in_flight_exceed_peers": Case(
         edit('kind = "permutation"\nsize = "64KB"', 'kind = "all_to_all"\npeers_in_flight = 4'),
         ("workload.peers_in_flight", "4", "at most 3"),

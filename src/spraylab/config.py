@@ -540,8 +540,16 @@ def _loc(error: dict[str, Any], data: dict[str, Any]) -> tuple[str, Any]:
     """Dotted key without pydantic's union-tag components, and the offending input value."""
     parts: list[str] = []
     node: Any = data
+    tag_seen = None  # the section whose union tag was skipped last
     for item in error["loc"]:
-        if isinstance(item, str) and item in _TAGS and not (isinstance(node, dict) and item in node):
+        # A union tag is the section's own kind; "collective" is both a tag and a field name,
+        # so a tag that is also a key is the tag when it equals the section's kind, once.
+        if (
+            isinstance(item, str)
+            and item in _TAGS
+            and not (isinstance(node, dict) and item in node and (node.get("kind") != item or tag_seen is node))
+        ):
+            tag_seen = node
             continue
         if isinstance(item, int):
             if parts and isinstance(node, list):
