@@ -256,14 +256,19 @@ def test_all_to_all_peers_in_flight_structure(n: int, data: st.DataObject) -> No
     assert [f.flow_id for f in flows] == list(range(4, 4 + len(flows)))
     _assert_shift_order(flows, hosts)
     by_src: dict[int, list[FlowSpec]] = defaultdict(list)
+    by_dst: dict[int, list[FlowSpec]] = defaultdict(list)
     for f in flows:
         by_src[f.src].append(f)
-    for mine in by_src.values():
-        for k, f in enumerate(mine):
-            if k < p:  # the first P open the window at the workload's start time
-                assert f.deps == () and f.start_ps == 9
-            else:  # later ones take the slot of the flow P places earlier, at once
-                assert f.deps == (mine[k - p].flow_id,) and f.start_ps == 0
+        by_dst[f.dst].append(f)
+    for f in flows:
+        k, m = by_src[f.src].index(f), by_dst[f.dst].index(f)
+        # It takes the send lane of the sender's flow P places earlier and the receive lane of
+        # the receiver's flow P places earlier; the first P of both open at the start time.
+        lanes = [side[i - p].flow_id for side, i in ((by_src[f.src], k), (by_dst[f.dst], m)) if i >= p]
+        if lanes:
+            assert f.deps == tuple(dict.fromkeys(lanes)) and f.start_ps == 0
+        else:
+            assert f.deps == () and f.start_ps == 9
 
 
 @settings(max_examples=150)
@@ -276,12 +281,14 @@ def test_all_to_all_never_more_than_p_sends_in_flight(n: int, data: st.DataObjec
     flows = all_to_all(hosts, 64, peers_in_flight=p)
     duration = {f.flow_id: data.draw(st.integers(1, 50), label=f"duration {f.flow_id}") for f in flows}
     times = _windowed_schedule(flows, duration)
+    finishes = {b for _, b in times.values()}
     for host in hosts:
-        mine = [times[f.flow_id] for f in flows if f.src == host]
-        assert _max_overlap(mine) == p
-        # A slot that frees is refilled at once (the slot of flow k - P: P lanes, each in order).
-        finishes = {b for _, b in mine}
-        assert all(a in finishes for a, _ in sorted(mine)[p:])
+        sends = [times[f.flow_id] for f in flows if f.src == host]
+        receives = [times[f.flow_id] for f in flows if f.dst == host]
+        assert _max_overlap(sends) == p
+        assert _max_overlap(receives) <= p
+        # A lane that frees is taken at once: every later flow starts when a flow ends.
+        assert all(a in finishes for a, _ in sorted(sends)[p:])
 
 
 def test_all_to_all_peers_in_flight_in_the_simulator() -> None:
@@ -299,12 +306,18 @@ def test_all_to_all_peers_in_flight_in_the_simulator() -> None:
     for qp in net.qps:
         assert 0 <= qp.start_ps < qp.rx.finish_ps
         by_src[qp.spec.src][(qp.spec.dst - qp.spec.src) % n] = (qp.start_ps, qp.rx.finish_ps)
-    for mine in by_src.values():
+    for src, mine in by_src.items():
         assert sorted(mine) == list(range(1, n))
         assert _max_overlap(list(mine.values())) == 2
         assert mine[1][0] == mine[2][0] == 0
-        # Shift k starts the instant shift k - 2 (same lane) has been received, never earlier.
-        assert all(mine[k][0] == mine[k - 2][1] for k in range(3, n))
+        # Shift k starts the instant both its lanes are free: the sender's shift k - 2 and the
+        # receiver's (its message from src + 2, also shift k - 2) have been received.
+        for k in range(3, n):
+            receiver_lane = by_src[(src + 2) % n][k - 2][1]
+            assert mine[k][0] == max(mine[k - 2][1], receiver_lane)
+    for dst in hosts:
+        receives = [by_src[s][(dst - s) % n] for s in hosts if s != dst]
+        assert _max_overlap(receives) <= 2
 
 
 def test_all_to_all_collective_window_skips_empty_pairs() -> None:
@@ -320,12 +333,15 @@ def test_all_to_all_collective_window_skips_empty_pairs() -> None:
     ids = {(f.src, f.dst): f for f in flows}
     # Rank 0 sends to 1 then 3 (2 is empty); rank 1 to 2, 3, 0; rank 2 to 0, 1.
     assert ids[0, 1].deps == (1, 2) and ids[0, 1].start_ps == 3
-    assert ids[0, 3].deps == (ids[0, 1].flow_id,) and ids[0, 3].start_ps == 0
+    assert ids[0, 3].start_ps == 0
     assert ids[1, 2].deps == (1, 2)
     assert ids[1, 3].deps == (ids[1, 2].flow_id,)
-    assert ids[1, 0].deps == (ids[1, 3].flow_id,)
     assert ids[2, 0].deps == (1, 2)
-    assert ids[2, 1].deps == (ids[2, 0].flow_id,)
+    # Later messages also wait for the receiver's previous receive (receive order: 3 gets from 1
+    # then 0; 0 from 2 then 1; 1 from 0 then 2).
+    assert ids[0, 3].deps == (ids[0, 1].flow_id, ids[1, 3].flow_id)
+    assert ids[1, 0].deps == (ids[1, 3].flow_id, ids[2, 0].flow_id)
+    assert ids[2, 1].deps == (ids[2, 0].flow_id, ids[0, 1].flow_id)
     # Default: unchanged, everything waits only for ``after``.
     flat = all_to_all_collective([0, 1, 2, 3], sizes, 10, "a2a", 3, after=(1, 2))
     assert [(f.src, f.dst) for f in flat] == sorted((f.src, f.dst) for f in flat)

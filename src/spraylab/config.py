@@ -245,7 +245,7 @@ def _check_peers_in_flight(value: int) -> int:
     return value
 
 
-# All-to-all: how many peers a rank sends to at once (0 = all of them, as before the option
+# All-to-all: how many peers a rank sends to (and receives from) at once (0 = all of them, as before the option
 # existed). Collective libraries bound it (MPI pairwise exchange: 1; NCCL: a few p2p channels),
 # which changes what spraying does to go-back-N: see workload.collectives.all_to_all_collective.
 PeersInFlight = Annotated[int, AfterValidator(_check_peers_in_flight)]
@@ -428,7 +428,9 @@ class Scenario(Section):
                         f"{where}.peers_in_flight = {w.peers_in_flight}: at most {ranks - 1} (the other "
                         f"ranks of a {ranks}-rank all-to-all); 0 = all of them at once"
                     )
-            if isinstance(w, (MoeWorkload, RailAllToAllWorkload)) and not isinstance(self.topology, RailTopology):
+            if isinstance(w, (MoeWorkload, RailAllToAllWorkload)) and not isinstance(
+                self.topology, RailTopology
+            ):
                 raise ValueError(
                     f"{where}.kind = {w.kind!r}: needs a rail-optimized cluster (topology.kind = 'rail'), "
                     f"got topology.kind = {self.topology.kind!r}"
@@ -547,7 +549,9 @@ def _loc(error: dict[str, Any], data: dict[str, Any]) -> tuple[str, Any]:
         if (
             isinstance(item, str)
             and item in _TAGS
-            and not (isinstance(node, dict) and item in node and (node.get("kind") != item or tag_seen is node))
+            and not (
+                isinstance(node, dict) and item in node and (node.get("kind") != item or tag_seen is node)
+            )
         ):
             tag_seen = node
             continue
@@ -558,7 +562,13 @@ def _loc(error: dict[str, Any], data: dict[str, Any]) -> tuple[str, Any]:
                 continue  # a single table given for a list: no index to show
         else:
             parts.append(item)
-        if isinstance(node, dict) and item in node or isinstance(node, list) and isinstance(item, int) and item < len(node):
+        if (
+            isinstance(node, dict)
+            and item in node
+            or isinstance(node, list)
+            and isinstance(item, int)
+            and item < len(node)
+        ):
             node = node[item]
         else:
             node = None
@@ -604,12 +614,16 @@ def format_errors(exc: ValidationError, data: dict[str, Any]) -> list[str]:
         msg = str(error.get("msg", "")).removeprefix("Value error, ")
         if kind == "extra_forbidden":
             allowed = _allowed_keys(tuple(error["loc"]))
-            lines.append(f"{key} = {value!r}: unknown key" + (f"; allowed keys: {allowed}" if allowed else ""))
+            lines.append(
+                f"{key} = {value!r}: unknown key" + (f"; allowed keys: {allowed}" if allowed else "")
+            )
         elif kind == "missing":
             lines.append(f"{key}: missing; this section or key is required")
         elif kind == "union_tag_invalid":
             expected = error.get("ctx", {}).get("expected_tags", "")
-            lines.append(f"{key}.kind = {error['input'].get('kind') if isinstance(error['input'], dict) else error['input']!r}: unknown kind; allowed: {expected}")
+            lines.append(
+                f"{key}.kind = {error['input'].get('kind') if isinstance(error['input'], dict) else error['input']!r}: unknown kind; allowed: {expected}"
+            )
         elif kind == "union_tag_not_found":
             lines.append(f"{key}: missing 'kind'; allowed: {error.get('ctx', {}).get('expected_tags', '')}")
         elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0] + ".")):

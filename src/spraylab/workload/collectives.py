@@ -78,8 +78,9 @@ def all_to_all_collective(
     NIC then interleaves all n - 1 of its QPs packet by packet.
 
     ``peers_in_flight = P >= 1``: rank r sends to r+1, r+2, ..., r+n-1 (mod n, positions in ``gpus``)
-    and its k-th non-empty message (k >= P) starts when its (k-P)-th has been fully received: P lanes,
-    each sending in order, so no rank ever has more than P sends in flight. Collective libraries do
+    and receives from r-1, r-2, ... in the same order; a message starts when the rank's (k-P)-th send
+    and the receiver's (k-P)-th receive have completed: P send lanes and P receive lanes, so no rank
+    ever has more than P sends or P receives in flight. Collective libraries do
     bound this: MPI's pairwise exchange sends to rank + step, one step at a time (Open MPI
     ``alltoall_intra_pairwise`` in coll_base_alltoall.c; P = 1 without its coupling to the matching
     receive); Open MPI's ``alltoall_intra_linear_sync`` keeps at most ``max_outstanding_reqs`` isends
@@ -112,19 +113,28 @@ def all_to_all_collective(
                     fid = first_flow_id + len(flows)
                     flows.append(FlowSpec(fid, gpus[i], gpus[j], int(sizes[i, j]), start_ps, deps, group))
         return flows
+    p = peers_in_flight
     sent: list[list[int]] = [[] for _ in range(n)]  # flow ids of each rank's messages, in send order
+    received: list[list[int]] = [[] for _ in range(n)]  # ... and of the messages it receives
     for shift in range(1, n):
         for i in range(n):
             j = (i + shift) % n
             if sizes[i, j] <= 0:
                 continue
             fid = first_flow_id + len(flows)
-            mine = sent[i]
-            if len(mine) < peers_in_flight:
+            # A message needs a free send lane at i and a free receive lane at j (the matching
+            # receive is posted in the same shift order with the same bound): it waits for the
+            # messages P places earlier on both sides. Without the receive side a rank whose
+            # senders drift apart would take more than P messages at once (an incast).
+            lanes = tuple(side[-p] for side in (sent[i], received[j]) if len(side) >= p)
+            if lanes:
+                flow = FlowSpec(
+                    fid, gpus[i], gpus[j], int(sizes[i, j]), 0, tuple(dict.fromkeys(lanes)), group
+                )
+            else:
                 flow = FlowSpec(fid, gpus[i], gpus[j], int(sizes[i, j]), start_ps, deps, group)
-            else:  # its lane: it starts when the message P places earlier has been received
-                flow = FlowSpec(fid, gpus[i], gpus[j], int(sizes[i, j]), 0, (mine[-peers_in_flight],), group)
-            mine.append(fid)
+            sent[i].append(fid)
+            received[j].append(fid)
             flows.append(flow)
     return flows
 
