@@ -799,7 +799,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
     if all(x is not None for x in (*ga.values(), *ca.values())):
         lost = 1 - ga["rps/gbn"] / ga["rps/ideal"]
         w(
-            f"On the all-to-all (1 MB per pair, at most 8 peers in flight per host, in shift order, as NCCL and "
+            f"On the all-to-all (1 MB per pair, at most 8 sends and 8 receives in flight per host, in shift order, as NCCL and "
             f"MPI schedule it) spraying over go-back-N {'collapses too' if lost > 0.5 else 'loses less'}: "
             f"`rps/gbn` delivers {fmt_gbps(ga['rps/gbn'])} Gb/s per receiver against {fmt_gbps(ga['rps/ideal'])} "
             f"for `rps/ideal` ({fmt_pct(lost)} lost), completes in {fmt_us(ca['rps/gbn'])} us "
