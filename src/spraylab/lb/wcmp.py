@@ -20,10 +20,9 @@ many flows, traffic splits in proportion to path capacity. Equal weights give on
 port, i.e. exactly ECMP's choice.
 
 Weights are cached per candidate list (routing shares one list per destination ToR).
-Rates change only at scheduled events (link degradation, failure), so the scheme re-reads
-the rate and up bit of every switch-to-switch port at most once per ``refresh_us`` of
-simulated time (default 1 µs: the packet path costs one time comparison). When anything
-changed, an epoch counter advances and each group recomputes its weights at its next
+Rates change only at scheduled link events (degradation, failure, reroute), which bump the
+network's ``link_changes`` counter; the scheme looks at it at most once per ``refresh_us`` of
+simulated time (default 1 µs: the packet path costs one time comparison). When it moved, an epoch counter advances and each group recomputes its weights at its next
 packet; the slot table is rebuilt only when its weights changed. This models a WCMP
 controller that knows every link's state within ``refresh_us``, remote links included
 (an idealisation: real controllers react in milliseconds). ``refresh_us = 0`` re-checks on
@@ -149,14 +148,10 @@ class Wcmp(LoadBalancer):
         refresh_ps = int(params.refresh_us * PS_PER_US)
         sim = net.sim
         capacity = PathCapacity()
-        fabric_ports = [
-            p for p in net.ports if isinstance(p.owner, Switch) and isinstance(p.peer_owner, Switch)
-        ]
-
-        def link_state() -> tuple[Any, ...]:
-            # Reroutes replace the candidate lists (new groups), but a group built in the
-            # instant before a reroute memoised the old tables: the down-link count retires it.
-            return (len(net.down_links), *((p.rate_bps, p.up) for p in fabric_ports))
+        # Link events bump net.link_changes (reroutes included: a group built in the instant
+        # before a reroute memoised the old tables), so a check costs one comparison.
+        def link_state() -> int:
+            return net.link_changes
 
         groups: dict[int, _Group] = {}  # id(cands) -> group; the group keeps cands alive
         self._groups = groups

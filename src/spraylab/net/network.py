@@ -61,6 +61,7 @@ class Network:
         self.link_ports: dict[tuple[str, str], list[Port]] = {}  # (a, b) -> ports a->b
         self.ingress_counters: list[IngressCounter] = []
         self.down_links: set[tuple[str, str]] = set()
+        self.link_changes = 0  # bumped by every link event (down, reroute, rate): caches key on it
         self.qps: list[QueuePair] = []
         self.injected_packets = 0
         self.consumed_packets = 0
@@ -178,11 +179,13 @@ class Network:
         def down(_: Any) -> None:
             for p in ports:
                 p.fail()
+            self.link_changes += 1
             self.sim.after(convergence_ps, reroute)
 
         def reroute(_: Any) -> None:
             self.down_links.add((a, b))
             self._compute_routes()
+            self.link_changes += 1
 
         self.sim.at(at_ps, down)
 
@@ -192,6 +195,7 @@ class Network:
         def degrade(_: Any) -> None:
             for p in ports:
                 p.set_rate(max(1, int(self.base_rate(p) * fraction)))
+            self.link_changes += 1
 
         self.sim.at(at_ps, degrade)
 
