@@ -1215,7 +1215,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"The count is that of *overtaken packets*, not of reordering events: the RNIC NACKs once per "
             f"expected PSN, and when a packet on a slower path is overtaken, the expected PSN walks through "
             f"every late packet in turn while later packets keep arriving out of order, one NACK and one "
-            f"retransmission each. So the spurious fraction is set by the spread of delay between the flow's "
+            f"retransmission each (`tests/test_receivers.py`). So the spurious fraction is set by the spread of delay between the flow's "
             f"active paths measured in packet times (82 ns at 400 Gb/s): DFS's budget allows B packet times of "
             f"spread, and a few packets of queue difference between two spines already overtake packets. Placing "
             f"runs of packets per path (flowcells) would make fewer reordering events but not fewer overtaken "
