@@ -181,21 +181,16 @@ STUDIES = [
         cost=300.0,
         quick={**QUICK_FABRIC, "workload.0.size": "1MB"},
     ),
-    Study(
-        "lossy_spine_0p1.toml",
-        LOSSY,
-        seeds=(1, 2, 3),
-        multi_seed=("rps/sr", "tor_assist/sr", "rps/gbn", "tor_assist[mode=reorder]/gbn"),
-        cost=2.0,
-        quick={**QUICK_FABRIC, "workload.0.size": "4MB"},
-    ),
-    Study(
-        "lossy_spine_1p.toml",
-        LOSSY,
-        seeds=(1, 2, 3),
-        multi_seed=("rps/sr", "tor_assist/sr", "rps/gbn", "tor_assist[mode=reorder]/gbn"),
-        cost=2.0,
-        quick={**QUICK_FABRIC, "workload.0.size": "4MB"},
+    *(
+        Study(
+            f"{name}.toml",
+            LOSSY,
+            seeds=(1, 2, 3),
+            multi_seed=("rps/sr", "tor_assist/sr", "rps/gbn", "tor_assist[mode=reorder]/gbn"),
+            cost=2.0,
+            quick={**QUICK_FABRIC, "workload.0.size": "4MB"},
+        )
+        for name in ("lossy_spine_0p1", "lossy_spine_1p")
     ),
     *(
         Study(
