@@ -148,28 +148,23 @@ class Wcmp(LoadBalancer):
         refresh_ps = int(params.refresh_us * PS_PER_US)
         sim = net.sim
         capacity = PathCapacity()
-        # Link events bump net.link_changes (reroutes included: a group built in the instant
-        # before a reroute memoised the old tables), so a check costs one comparison.
-        def link_state() -> int:
-            return net.link_changes
-
         groups: dict[int, _Group] = {}  # id(cands) -> group; the group keeps cands alive
         self._groups = groups
         self.rebuilds = 0
         self.epochs = 0
-        state = [link_state(), sim.now, 0]  # [link signature, last check, epoch]
+        # Link events (reroutes included: a group built in the instant before a reroute
+        # memoised the old tables) bump net.link_changes; the value seen last is the epoch.
+        state = [net.link_changes, sim.now]  # [link changes seen, last check]
 
         def select(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
             now = sim.now
             if now - state[1] >= refresh_ps:
                 state[1] = now
-                signature = link_state()
-                if signature != state[0]:
-                    state[0] = signature
-                    state[2] += 1
+                if net.link_changes != state[0]:
+                    state[0] = net.link_changes
                     self.epochs += 1
                     capacity.clear()
-            epoch = state[2]
+            epoch = state[0]
             group = groups.get(id(cands))
             if group is None:
                 group = groups[id(cands)] = _Group(cands, capacity.weights(cands, pkt.dst), max_table, epoch)
