@@ -60,6 +60,12 @@ class LoadBalancer:
     def on_timeout(self, qp: QueuePair) -> None:
         pass
 
+    def nack_retransmit_at(self, qp: QueuePair, psn: int) -> int:
+        """When a selective-repeat NACK for ``psn`` should be acted on: a time in ps, or -1
+        for at once (the RNIC's behaviour). The QP drops a deferred retransmission if the
+        cumulative ACK passes ``psn`` first, i.e. the packet was only late."""
+        return -1
+
     # --- accounting --------------------------------------------------------------------
     def held_packets(self) -> int:
         """Packets currently held by the scheme (ToR buffers), for conservation checks."""

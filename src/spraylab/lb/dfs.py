@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from spraylab.lb.base import LbParams, LoadBalancer, register
+from spraylab.metrics.paths import flow_path
 from spraylab.net.packet import CONTROL_BYTES, HEADER_BYTES
 from spraylab.transport.qp import PS_BITS
 
@@ -72,6 +73,9 @@ if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.transport.qp import QueuePair
+
+
+PATH_DRAWS = 32  # random entropies tried for a path-aware new path
 
 
 class DfsParams(LbParams):
@@ -85,6 +89,16 @@ class DfsParams(LbParams):
     ewma_weight: float = Field(0.125, gt=0.0, le=1.0, description="EWMA weight of RTT and ECN samples")
     dead_path_losses: int = Field(
         3, ge=1, description="retire a path charged with this many retransmissions and no echo in between"
+    )
+    path_aware: bool = Field(
+        True,
+        description="draw each new entropy so its path overlaps the flow's other paths least "
+        "(the sender resolves the path an entropy hashes to); false: any random entropy",
+    )
+    nack_hold: bool = Field(
+        False,
+        description="act on a selective-repeat NACK only once the packet is overdue, "
+        "(1 + gamma) x its path's RTT after it was sent; false: at once, as the RNIC does",
     )
 
 
@@ -101,10 +115,12 @@ class _Path:
         "silent_losses",
         "last_echo_ps",
         "unechoed_since_ps",
+        "links",
     )
 
-    def __init__(self, entropy: int, rtt: float) -> None:
+    def __init__(self, entropy: int, rtt: float, links: frozenset[int] = frozenset()) -> None:
         self.entropy = entropy
+        self.links = links  # switch-to-switch ports the entropy hashes onto (path_aware only)
         self.rtt = rtt  # smoothed RTT, ps
         self.ecn = 0.0  # smoothed ECN-marked fraction
         self.in_flight = 0
@@ -116,12 +132,13 @@ class _Path:
 
 
 class _FlowState:
-    __slots__ = ("sprayed", "paths", "ring", "una", "rtt_min", "last_timeout_ps")
+    __slots__ = ("sprayed", "paths", "ring", "sent_ps", "una", "rtt_min", "last_timeout_ps")
 
     def __init__(self, bound: int, base_rtt: float) -> None:
         self.sprayed = False
         self.paths: list[_Path] = []
         self.ring: list[_Path | None] = [None] * bound  # path of each outstanding PSN (psn % B)
+        self.sent_ps = [0] * bound  # when each outstanding PSN was last sent (psn % B)
         self.una = 0  # PSNs below this have been released from the ring
         self.rtt_min = base_rtt
         self.last_timeout_ps = -1
@@ -144,6 +161,8 @@ class DynamicFlowSpraying(LoadBalancer):
         self.theta = float(p.ecn_threshold)
         self.weight = float(p.ewma_weight)
         self.dead_after = int(p.dead_path_losses)
+        self.path_aware = bool(p.path_aware)
+        self.nack_hold = bool(p.nack_hold)
         self.silence_rtts = 4.0  # a path carrying packets and unheard for this many min RTTs is dead
         self.rng: Any = None
         self.sim: Any = None
@@ -161,6 +180,8 @@ class DynamicFlowSpraying(LoadBalancer):
         self.loss_marks = 0
         self.bdp_packets_max = 0
         self.window_capped_flows = 0
+        self.path_overlaps = 0
+        self.nacks_held = 0
 
     def setup(self, net: Network) -> None:
         super().setup(net)
@@ -224,23 +245,58 @@ class DynamicFlowSpraying(LoadBalancer):
         self.flows_sprayed += 1
         if self.bound < bdp_packets:
             self.window_capped_flows += 1
-        state.paths.append(_Path(qp.entropy, base_rtt))
+        state.paths.append(_Path(qp.entropy, base_rtt, self._links(qp, qp.entropy)))
         for _ in range(k - 1):
-            state.paths.append(_Path(self._fresh_entropy(state), base_rtt))
+            state.paths.append(self._fresh_path(qp, state, base_rtt))
 
-    def _fresh_entropy(self, state: _FlowState) -> int:
+    def _links(self, qp: QueuePair, entropy: int) -> frozenset[int]:
+        if not self.path_aware:
+            return frozenset()
+        # The first (NIC) and last (to the host) ports are shared by every path of the flow.
+        return frozenset(id(port) for port in flow_path(self.net, qp, entropy=entropy)[1:-1])
+
+    def _fresh_path(self, qp: QueuePair, state: _FlowState, rtt: float, retired: _Path | None = None) -> _Path:
+        """A new path on a random entropy. Path-aware: of up to ``PATH_DRAWS`` random
+        entropies, the first whose path shares no switch link with the flow's active paths,
+        else the one sharing fewest (a link of the path being retired counts as many)."""
         getrandbits = self.rng.getrandbits
-        used = [p.entropy for p in state.paths]
-        entropy = getrandbits(16)
-        while entropy in used:
-            entropy = getrandbits(16)
+        used = {p.entropy for p in state.paths}
         self.paths_explored += 1
-        return entropy
+        if not self.path_aware:
+            entropy = getrandbits(16)
+            while entropy in used:
+                entropy = getrandbits(16)
+            return _Path(entropy, rtt)
+        load: dict[int, int] = {}
+        for p in state.paths:
+            if p.active:
+                for link in p.links:
+                    load[link] = load.get(link, 0) + 1
+        avoid = retired.links if retired is not None else frozenset()
+        penalty = len(state.paths) + 1
+        best: _Path | None = None
+        best_score = 0
+        for _ in range(PATH_DRAWS):
+            entropy = getrandbits(16)
+            if entropy in used:
+                continue
+            links = self._links(qp, entropy)
+            score = sum(load.get(link, 0) for link in links) + penalty * len(links & avoid)
+            if best is None or score < best_score:
+                best = _Path(entropy, rtt, links)
+                best_score = score
+                if score == 0:
+                    break
+        assert best is not None  # 16-bit draws: PATH_DRAWS of them are never all in use
+        if best_score:
+            self.path_overlaps += 1
+        return best
 
-    def _replace(self, state: _FlowState, index: int) -> None:
+    def _replace(self, qp: QueuePair, state: _FlowState, index: int) -> None:
         """Retire ``paths[index]`` (it drains, gets no new packets) for a fresh entropy."""
-        state.paths[index].active = False
-        state.paths[index] = _Path(self._fresh_entropy(state), state.rtt_min)
+        retired = state.paths[index]
+        retired.active = False
+        state.paths[index] = self._fresh_path(qp, state, state.rtt_min, retired)
 
     # --- per packet ----------------------------------------------------------------------
     def entropy(self, qp: QueuePair, psn: int) -> int:
@@ -253,49 +309,45 @@ class DynamicFlowSpraying(LoadBalancer):
         slot = psn % self.bound
         old = ring[slot]  # not None: PSN resent while still outstanding on ``old``
         rtt_min = state.rtt_min
-        best = None
-        if psn < qp.max_sent:
-            # Retransmission: the fastest measured path that is not suspect (charged with a
-            # loss, or silent for over 2 min RTTs while carrying packets).
-            recent = now - 2 * rtt_min
-            for p in paths:
-                if (
-                    p is not old
-                    and p.samples
-                    and not p.silent_losses
-                    and (p.unechoed_since_ps < 0 or p.unechoed_since_ps >= recent)
-                    and (best is None or p.rtt < best.rtt)
-                ):
-                    best = p
+        # The eligible path with the least in_flight / weight (weight = 1 / RTT), i.e. the
+        # one expected to deliver soonest: eligible if its RTT is within B packet times of
+        # the fastest and it is not suspect (charged with a loss). A retransmission avoids
+        # the path that carried the original and, if it can, paths not yet measured or
+        # silent for over 2 min RTTs while carrying packets.
+        limit = rtt_min + self.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
+        dead_before = now - self.silence_rtts * rtt_min
+        retx = psn < qp.max_sent
+        recent = now - 2 * rtt_min
+        best = unproven = None
+        best_score = unproven_score = 0.0
+        stale = silent = -1
+        for i, p in enumerate(paths):
+            if p.rtt > limit:
+                if p.in_flight == 0:  # stale: would never be measured again
+                    stale = i
+                continue
+            if p.silent_losses or p is old:
+                continue
+            since = p.unechoed_since_ps
+            if 0 <= since < dead_before:  # nothing heard for many RTTs: dead either way
+                silent = i
+                continue
+            score = p.in_flight * p.rtt
+            if retx and (not p.samples or 0 <= since < recent):
+                if unproven is None or score < unproven_score:
+                    unproven = p
+                    unproven_score = score
+            elif best is None or score < best_score:
+                best = p
+                best_score = score
+        if stale >= 0:
+            self.retired_stale += 1
+            self._replace(qp, state, stale)
+        elif silent >= 0:
+            self.retired_silent += 1
+            self._replace(qp, state, silent)
         if best is None:
-            # The eligible path with the least in_flight / weight (weight = 1 / RTT): eligible
-            # if its RTT is within B packet times of the fastest and it is not suspect. (Also
-            # retransmissions when no path is known good, e.g. after a timeout: spread them.)
-            limit = rtt_min + self.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
-            dead_before = now - self.silence_rtts * rtt_min
-            best_score = 0.0
-            stale = silent = -1
-            for i, p in enumerate(paths):
-                if p.rtt > limit:
-                    if p.in_flight == 0:  # stale: would never be measured again
-                        stale = i
-                    continue
-                if p.silent_losses or p is old:
-                    continue
-                since = p.unechoed_since_ps
-                if 0 <= since < dead_before:  # nothing heard for many RTTs: dead either way
-                    silent = i
-                    continue
-                score = p.in_flight * p.rtt
-                if best is None or score < best_score:
-                    best = p
-                    best_score = score
-            if stale >= 0:
-                self.retired_stale += 1
-                self._replace(state, stale)
-            elif silent >= 0:
-                self.retired_silent += 1
-                self._replace(state, silent)
+            best = unproven
             if best is None:  # every path suspect: the fastest
                 best = min(paths, key=_rtt_of)
         if old is not None:
@@ -305,8 +357,9 @@ class DynamicFlowSpraying(LoadBalancer):
                 old.silent_losses += 1
                 if old.silent_losses >= self.dead_after and old is not best:
                     self.retired_dead += 1
-                    self._replace(state, paths.index(old))
+                    self._replace(qp, state, paths.index(old))
         ring[slot] = best
+        state.sent_ps[slot] = now
         best.in_flight += 1
         if best.unechoed_since_ps < 0:
             best.unechoed_since_ps = now
@@ -318,7 +371,7 @@ class DynamicFlowSpraying(LoadBalancer):
         if state is None or not state.sprayed:
             return
         self._release(state, qp.snd_una, pkt.sack_psn)
-        self._sample(state, pkt)
+        self._sample(qp, state, pkt)
 
     def on_nack(self, qp: QueuePair, pkt: Packet) -> None:
         # A selective-repeat NACK is triggered by an out-of-order packet that was received:
@@ -346,7 +399,21 @@ class DynamicFlowSpraying(LoadBalancer):
                 p.in_flight -= 1
                 ring[slot] = None
 
-    def _sample(self, state: _FlowState, pkt: Packet) -> None:
+    def nack_retransmit_at(self, qp: QueuePair, psn: int) -> int:
+        """``nack_hold``: a NACKed PSN is resent only once overdue, ``(1 + gamma)`` x the RTT
+        of the path that carried it after it was sent (a path slower than that is retired
+        anyway); if it arrives first, the cumulative ACK passes it and nothing is resent."""
+        state: _FlowState = qp.lb_state
+        if not self.nack_hold or state is None or not state.sprayed:
+            return -1
+        slot = psn % self.bound
+        path = state.ring[slot]
+        if path is None:
+            return -1
+        self.nacks_held += 1
+        return state.sent_ps[slot] + int(self.slack * max(path.rtt, state.rtt_min))
+
+    def _sample(self, qp: QueuePair, state: _FlowState, pkt: Packet) -> None:
         entropy = pkt.entropy
         paths = state.paths
         index = 0
@@ -375,10 +442,10 @@ class DynamicFlowSpraying(LoadBalancer):
         state.rtt_min = rtt_min
         if path.rtt > self.slack * rtt_min:
             self.retired_rtt += 1
-            self._replace(state, index)
+            self._replace(qp, state, index)
         elif path.ecn > theta and ecn_ok:
             self.retired_ecn += 1
-            self._replace(state, index)
+            self._replace(qp, state, index)
 
     def on_timeout(self, qp: QueuePair) -> None:
         """Everything outstanding is resent and we cannot tell which path lost what (under
@@ -404,7 +471,7 @@ class DynamicFlowSpraying(LoadBalancer):
                 p.unechoed_since_ps = -1
             else:
                 self.retired_timeout += 1
-                self._replace(state, i)
+                self._replace(qp, state, i)
 
     def stats(self) -> dict[str, Any]:
         retired = {
@@ -424,6 +491,8 @@ class DynamicFlowSpraying(LoadBalancer):
             "loss_marks": self.loss_marks,
             "bdp_packets": self.bdp_packets_max,
             "window_capped_flows": self.window_capped_flows,
+            "path_overlaps": self.path_overlaps,
+            "nacks_held": self.nacks_held,
         }
 
 

@@ -23,21 +23,26 @@ __all__ = ["flow_path", "data_packet_hash"]
 MAX_HOPS = 64
 
 
-def data_packet_hash(qp: QueuePair) -> int:
-    """The header hash a data packet of ``qp`` carries: flow id and entropy (UDP source port)."""
-    return (qp.flow_id << 16) | qp.entropy
+def data_packet_hash(qp: QueuePair, entropy: int | None = None) -> int:
+    """The header hash a data packet of ``qp`` carries: flow id and entropy (UDP source port),
+    the flow's own entropy unless another is given."""
+    return (qp.flow_id << 16) | (qp.entropy if entropy is None else entropy)
 
 
-def flow_path(net: Network, qp: QueuePair, reverse: bool = False) -> list[Port]:
+def flow_path(net: Network, qp: QueuePair, reverse: bool = False, entropy: int | None = None) -> list[Port]:
     """Egress ports from the source host to the destination host that a data packet of
-    ``qp`` (with the flow's own entropy) crosses: first the source NIC's port, then one port
-    per switch, chosen as ``Switch.receive`` does (the only candidate, or ``switch.select``).
-    ToR programs are not run.
+    ``qp`` (with the flow's own entropy, or ``entropy``) crosses: first the source NIC's port,
+    then one port per switch, chosen as ``Switch.receive`` does (the only candidate, or
+    ``switch.select``). ToR programs are not run.
 
     With ``reverse``, the path of the flow's control packets (ACK, NACK, CNP) instead: they
     echo the data packet's hash and travel from the destination back to the source."""
     src, dst = (qp.dst, qp.src) if reverse else (qp.src, qp.dst)
-    probe = Packet(DATA, qp, src, dst, 0, qp.mtu + HEADER_BYTES, qp.mtu, qp.entropy, data_packet_hash(qp), 0)
+    if entropy is None:
+        entropy = qp.entropy
+    probe = Packet(
+        DATA, qp, src, dst, 0, qp.mtu + HEADER_BYTES, qp.mtu, entropy, data_packet_hash(qp, entropy), 0
+    )
     port = net.hosts[src].route[dst].port
     path = [port]
     for _ in range(MAX_HOPS):

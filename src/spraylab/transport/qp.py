@@ -91,6 +91,7 @@ class QueuePair:
         "nacks_received",
         "timeouts",
         "_rto_cb",
+        "_deferred_nack_cb",
         # ideal transport only (None / unused otherwise)
         "drop_hook",
         "tx_copies",
@@ -147,6 +148,7 @@ class QueuePair:
         self.nacks_received = 0
         self.timeouts = 0
         self._rto_cb = self._on_rto
+        self._deferred_nack_cb = self._on_deferred_nack
         ideal = self.ideal
         self.drop_hook = self._on_drop if ideal else None
         # Copies of each PSN put on the wire (the first send is counted in advance) and copies
@@ -265,7 +267,18 @@ class QueuePair:
             if self.snd_nxt > psn:
                 self.snd_nxt = psn
         elif psn < self.max_sent:
+            at = -1 if self.lb is None else self.lb.nack_retransmit_at(self, psn)
+            if at > now:
+                self.sim.at(at, self._deferred_nack_cb, psn)
+                return
             self.retx_queue.append(psn)
+        if not self.in_sched and self.has_work():
+            self.nic.activate(self)
+
+    def _on_deferred_nack(self, psn: int) -> None:
+        if self.sender_done or psn < self.snd_una:
+            return  # delivered meanwhile: the NACK was for reordering, not loss
+        self.retx_queue.append(psn)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
 
