@@ -16,7 +16,7 @@ from simutil import US, make_net, run_flows, small_leaf_spine
 from spraylab.lb.base import REGISTRY, load_builtin_schemes
 from spraylab.metrics.paths import flow_path
 from spraylab.net import network as network_module
-from spraylab.net.packet import DATA
+from spraylab.net.packet import DATA, NACK
 from spraylab.net.port import sim_drop
 from spraylab.topology.fat_tree import fat_tree
 from spraylab.transport import receiver as receiver_module
@@ -156,7 +156,7 @@ def scenarios(draw):
             draw(st.integers(1, 100)) * US,
         )
     seed = draw(st.integers(1, 1000))
-    params = {"reorder_bound_packets": bound, "nack_hold": draw(st.booleans()), "path_aware": draw(st.booleans())}
+    params = {"reorder_bound_packets": bound, "loss_detection": draw(st.sampled_from(["rnic", "dfs"])), "path_aware": draw(st.booleans())}
     return leaves, spines, hosts_per_leaf, params, bitmap, pairs, sizes, starts, degrade, fail, seed
 
 
@@ -280,22 +280,22 @@ def test_degraded_spine_link_dfs_beats_random_packet_spraying() -> None:
     assert dfs < rps, f"dfs {dfs / US:.1f} us vs rps/sr {rps / US:.1f} us"
 
 
-def test_bitmap_sized_window_and_nack_hold_reach_ideal_spraying() -> None:
+def test_bitmap_sized_window_and_own_loss_detection_reach_ideal_spraying() -> None:
     """B = W = 128 > BDP lifts the window cap; holding NACKs until the packet is overdue on its
     path removes the spurious retransmissions: within 15% of random spraying over the ideal
     (reorder-tolerant) transport."""
-    params = (("reorder_bound_packets", 128), ("nack_hold", True))
+    params = (("reorder_bound_packets", 128), ("loss_detection", "dfs"))
     dfs = run_symmetric("dfs", "sr", params=params)
     rps_ideal = run_symmetric("rps", "ideal")
     assert dfs <= 1.15 * rps_ideal, f"dfs {dfs / US:.1f} us vs rps/ideal {rps_ideal / US:.1f} us"
 
 
-def test_nack_hold_resends_only_lost_packets() -> None:
+def test_own_loss_detection_resends_only_lost_packets() -> None:
     """Under spraying with no loss every selective-repeat NACK is for a late packet: held
     ones are never resent. With random loss every drop is still resent and flows complete."""
     fabric = small_leaf_spine(leaves=4, spines=4, hosts_per_leaf=4, rate_gbps=100)
     flows = cross_leaf_permutation(fabric, 7, 1_000_000, 2_000_000)
-    sim, net = make_net(fabric, "dfs", {"nack_hold": True}, seed=7, recovery="sr")
+    sim, net = make_net(fabric, "dfs", {"loss_detection": "dfs"}, seed=7, recovery="sr")
     assert run_flows(sim, net, flows) == "done"
     assert net.lb.stats()["nacks_held"] > 0
     assert sum(qp.retx_packets for qp in net.qps) == 0
@@ -306,7 +306,7 @@ def test_nack_hold_resends_only_lost_packets() -> None:
             lost_data.append((pkt.qp, pkt.psn))
         sim_drop(sim_, pkt)
 
-    sim, net = make_net(fabric, "dfs", {"nack_hold": True}, seed=7, recovery="sr")
+    sim, net = make_net(fabric, "dfs", {"loss_detection": "dfs"}, seed=7, recovery="sr")
     net.schedule_link_loss(0, "leaf0", "spine1", 0.01)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(network_module, "sim_drop", record)  # link losses
@@ -315,6 +315,52 @@ def test_nack_hold_resends_only_lost_packets() -> None:
     repaired = sum(qp.retx_packets - qp.rx.spurious for qp in net.qps)
     assert repaired >= len(lost_data)
     assert all(qp.rx.discards == 0 for qp in net.qps)
+
+
+@pytest.mark.parametrize("loss_detection", ["rnic", "dfs"])
+def test_lost_nack_with_a_full_window_is_probed_not_timed_out(loss_detection: str) -> None:
+    """PSN 300 and every NACK for it are lost: the sender fills its window and stops, the
+    selective-repeat receiver has nothing new to NACK on, so the RNIC waits for its RTO;
+    DFS's own loss detection probes the oldest unacknowledged PSN instead."""
+    fabric = small_leaf_spine(leaves=2, spines=4, hosts_per_leaf=2, rate_gbps=100)
+    sim, net = make_net(fabric, "dfs", {"loss_detection": loss_detection}, recovery="sr", cc="none")
+    (qp,) = net.add_flows([FlowSpec(0, 0, 2, 4_000_000)])
+    lost: list[str] = []
+    src_port = qp.nic.port
+    deliver_data = src_port.receive_at_peer
+
+    def drop_data(pkt) -> None:
+        if pkt.kind == DATA and pkt.psn == 300 and not pkt.retx:
+            lost.append("data")
+            src_port.drops += 1
+            sim_drop(sim, pkt)
+        else:
+            deliver_data(pkt)
+
+    dst_port = net.hosts[qp.dst].route[qp.src].port
+    deliver_ctrl = dst_port.receive_at_peer
+
+    def drop_nacks(pkt) -> None:
+        if pkt.kind == NACK and pkt.psn == 300:
+            lost.append("nack")
+            dst_port.drops += 1
+            sim_drop(sim, pkt)
+        else:
+            deliver_ctrl(pkt)
+
+    src_port.receive_at_peer = drop_data
+    dst_port.receive_at_peer = drop_nacks
+    assert run_flows(sim, net, []) == "done"
+    assert lost[0] == "data" and "nack" in lost
+    line_rate_ps = 4_000_000 * 8 * 10  # the payload alone at 100 Gb/s: 320 us
+    if loss_detection == "rnic":
+        assert qp.timeouts == 1
+        assert qp.rx.finish_ps > 1_000 * US  # the 1 ms RTO
+    else:
+        assert qp.timeouts == 0
+        assert net.lb.stats()["stall_probes"] >= 1
+        # headers, RTT and a few probe waits (tens of us each), not an RTO
+        assert qp.rx.finish_ps < line_rate_ps + 100 * US
 
 
 def test_path_aware_entropies_take_disjoint_paths() -> None:

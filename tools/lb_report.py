@@ -39,7 +39,8 @@ CACHE = ROOT / "out" / "lb_report"
 PAGE = ROOT / "docs" / "results.md"
 US = 1_000_000  # ps
 
-ALIASES = {"B": "reorder_bound_packets"}
+ALIASES = {"B": "reorder_bound_packets", "loss": "loss_detection"}
+DFS_HOLD = "dfs[B=128,loss=dfs]/sr"  # DFS set for this fabric: B = bitmap W, its own loss detection
 
 
 def _dcqcn_defaults() -> Any:
@@ -119,6 +120,7 @@ ASYM = [
     "wcmp/sr",
     "flowlet/sr",
     *(f"{s}/sr" for s in SPRAYERS),
+    DFS_HOLD,
     "reps[recycle_overtaken=false]/sr",
     "tor_assist/sr",
     "tor_assist[uplink=least_queued]/sr",
@@ -129,7 +131,7 @@ ASYM_SEEDED = ("ecmp/sr", "wcmp/sr", "rps/sr", "spray_rr/sr", "reps/sr", "adapti
 ESSENTIAL = ["ecmp/gbn", "rps/gbn", "rps/sr", "rps/ideal", "tor_assist/sr", "tor_assist[mode=reorder]/gbn"]
 LOSSY = ["rps/sr", "tor_assist/sr", "rps/gbn", "tor_assist[mode=reorder]/gbn", "rps/ideal"]
 # The permutation variants run on three seeds (the last, flowlet/sr, is listed apart below).
-PERMUTATION_SEEDED = (*ESSENTIAL[:1], "ecmp/sr", *ESSENTIAL[1:], "dfs/sr", "dfs[B=128]/sr", "flowlet/sr")
+PERMUTATION_SEEDED = (*ESSENTIAL[:1], "ecmp/sr", *ESSENTIAL[1:], "dfs/sr", "dfs[B=128]/sr", DFS_HOLD, "flowlet/sr")
 QUICK_FABRIC = {"topology.leaves": 4, "topology.spines": 4, "topology.hosts_per_leaf": 4}
 
 STUDIES = [
@@ -195,7 +197,7 @@ STUDIES = [
     ),
     Study(
         "allreduce_128.toml",
-        ["ecmp/sr", "rps/ideal", "dfs/sr", "dfs[B=128]/sr"],
+        ["ecmp/sr", "rps/ideal", "dfs/sr", "dfs[B=128]/sr", DFS_HOLD],
         cost=40.0,
         quick={**QUICK_FABRIC, "workload.0.size": "8MB"},
     ),
@@ -1062,7 +1064,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"queueing, B = 128 at {fmt_pct(min(1.0, 128 / bdp['bdp_pkts']), 0)}.\n"
         )
     rows = []
-    dfs_labels = ["dfs/sr", "dfs[B=128]/sr", "dfs/ideal", "dfs[B=128]/ideal"]
+    dfs_labels = ["dfs/sr", "dfs[B=128]/sr", DFS_HOLD, "dfs/ideal", "dfs[B=128]/ideal"]
     for stem, name in (
         (P, "permutation (symmetric)"),
         ("allreduce_128", "ring all-reduce 64 MB (symmetric)"),
@@ -1120,8 +1122,9 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         + "\n"
     )
     w(main_table(rec, "allreduce_128", study("allreduce_128").variants) + "\n")
-    for label in ("dfs/sr", "dfs[B=128]/sr"):
+    for label in ("dfs/sr", "dfs[B=128]/sr", DFS_HOLD):
         b = int(Variant(label).params.get("reorder_bound_packets", 64))
+        tag = f"B={b}, loss=dfs" if Variant(label).params.get("loss_detection") == "dfs" else f"B={b}"
         # bound: max reorder < B in every DFS run with this B; no discards in every DFS run over SR
         twin = label.replace("/sr", "/ideal")
         runs = [r for (f, lab, _), r in rec.records.items() if lab in (label, twin)]
@@ -1131,7 +1134,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             disc = sum(r["summary"].get("discards", 0) for r in sr_runs)
             verdicts.append(
                 (
-                    f"4 (bound, B={b})",
+                    f"4 (bound, {tag})",
                     "max reorder < B (every DFS run) and no discards beyond the SR bitmap (every DFS/sr run)",
                     f"max reorder {worst} over {len(runs)} runs (all scenarios, sr and ideal); "
                     f"{disc} discards over {len(sr_runs)} sr runs",
@@ -1146,7 +1149,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
                 continue
             verdicts.append(
                 (
-                    f"4 ({name}, B={b})",
+                    f"4 ({name}, {tag})",
                     "symmetric: DFS no slower than ecmp/sr (a difference under 0.1% counts as a tie)",
                     f"{fmt_us(d)} us vs ecmp/sr {fmt_us(e)} us ({(d - e) / US:+.2f} us, {100 * (d / e - 1):+.3f}%)",
                     verdict(d <= e * 1.001),
@@ -1154,7 +1157,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             )
             verdicts.append(
                 (
-                    f"4 ({name}, B={b})",
+                    f"4 ({name}, {tag})",
                     "symmetric: DFS within 15% of ideal spraying (rps/ideal)",
                     f"{fmt_us(d)} us = {fmt_x(d / i)} of rps/ideal ({fmt_us(i)} us)",
                     verdict(d <= 1.15 * i),
@@ -1165,7 +1168,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         if d is not None and sp is not None:
             verdicts.append(
                 (
-                    f"4 (degraded, B={b})",
+                    f"4 (degraded, {tag})",
                     "one spine link at 25%: DFS beats spray_rr",
                     f"{fmt_us(d)} us vs spray_rr/sr {fmt_us(sp)} us ({fmt_x(d / sp)})",
                     verdict(d < sp),

@@ -8,8 +8,8 @@ RTT exceeds ``(1 + gamma) * min RTT`` of the flow's active paths is retired and 
 fresh random entropy; retired paths get no new packets and simply drain. Each new packet goes
 to the eligible path with the smallest ``in_flight * RTT`` (= ``in_flight / weight`` with
 weight ∝ 1/RTT); a path is eligible when ``RTT_p - RTT_min <= B * serialization time`` of one
-packet at the flow's current rate. Retransmissions go on the fastest path (measured and not
-suspect, see below).
+packet at the flow's current rate. Retransmissions go on the path expected to deliver them
+soonest, by the same rule (measured, not suspect, not the path that carried the original).
 
 **Hard bound.** ``qp.psn_window = B`` for every flow DFS manages (sprayed or not): the sender
 never transmits PSN >= snd_una + B. Since snd_una <= the receiver's ePSN, a first arrival of PSN
@@ -28,6 +28,25 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
 * **Base RTT** (for the default ``T`` = 1 BDP): along the same representative route, the sum of
   per-hop propagation delay and serialization of one full data packet forward and one control
   frame back. ``T = line rate * base RTT``.
+* **k paths, not k entropies** (``path_aware``, default true): ``k = min(K, paths)`` reads
+  as k distinct paths, but k random entropies hash onto only ~5.3 distinct spines of 8 on
+  average, so some spines carry two or three of a flow's shares (measured: uplink imbalance
+  1.20 and 1.85x of ideal spraying on the 128-host permutation, against 1.02 and 1.15x). The
+  sender resolves the path an entropy hashes to (deterministic ECMP with known seeds, as
+  AI fabrics configure it) and a new path takes the first of up to ``PATH_DRAWS`` random
+  entropies whose switch links no active path of the flow uses, else the one sharing
+  fewest, avoiding the links of the path it replaces. ``false``: any unused random entropy.
+* **"Fastest" for retransmissions** is the placement rule's soonest delivery (least
+  ``in_flight * RTT``), not the least smoothed RTT: on equal paths the latter is noise, and
+  every retransmission of a flow piled onto one path queues it (and reorders more).
+* **Loss detection** (``loss_detection``): ``"rnic"`` (default, the spec's rule 6) acts on
+  each selective-repeat NACK at once, as the RNIC does, and so resends every packet a later
+  one overtook. ``"dfs"`` uses what DFS knows about its paths: a NACKed PSN is resent only
+  once overdue, ``(1 + gamma)`` x the RTT of the path that carried it after it was sent
+  (``nack_retransmit_at``; the resend is dropped if the cumulative ACK passes it first), and
+  a flow that can send nothing new and has heard nothing for two such RTTs resends its
+  oldest unacknowledged PSN (a tail-loss probe: a selective-repeat RNIC NACKs a hole again
+  only on a later arrival, so a lost NACK with a full window otherwise waits for the RTO).
 * **The flow's mode is decided once at its start**: a flow whose whole message exceeds ``T``
   sprays until it ends (no collapse back to one path for its tail).
 * **In-flight accounting** uses a ring of ``B`` slots indexed by PSN (a window never spans more
@@ -60,7 +79,7 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -95,10 +114,10 @@ class DfsParams(LbParams):
         description="draw each new entropy so its path overlaps the flow's other paths least "
         "(the sender resolves the path an entropy hashes to); false: any random entropy",
     )
-    nack_hold: bool = Field(
-        False,
-        description="act on a selective-repeat NACK only once the packet is overdue, "
-        "(1 + gamma) x its path's RTT after it was sent; false: at once, as the RNIC does",
+    loss_detection: Literal["rnic", "dfs"] = Field(
+        "rnic",
+        description="rnic: act on each NACK at once, RTO for the rest (the RNIC's own); dfs: resend a "
+        "NACKed packet only once overdue on its path, probe a stalled window",
     )
 
 
@@ -132,7 +151,17 @@ class _Path:
 
 
 class _FlowState:
-    __slots__ = ("sprayed", "paths", "ring", "sent_ps", "una", "rtt_min", "last_timeout_ps")
+    __slots__ = (
+        "sprayed",
+        "paths",
+        "ring",
+        "sent_ps",
+        "una",
+        "rtt_min",
+        "last_timeout_ps",
+        "last_echo_ps",
+        "probe_armed",
+    )
 
     def __init__(self, bound: int, base_rtt: float) -> None:
         self.sprayed = False
@@ -142,6 +171,8 @@ class _FlowState:
         self.una = 0  # PSNs below this have been released from the ring
         self.rtt_min = base_rtt
         self.last_timeout_ps = -1
+        self.last_echo_ps = 0  # last ACK/NACK of the flow, any path
+        self.probe_armed = False
 
 
 @register
@@ -162,7 +193,7 @@ class DynamicFlowSpraying(LoadBalancer):
         self.weight = float(p.ewma_weight)
         self.dead_after = int(p.dead_path_losses)
         self.path_aware = bool(p.path_aware)
-        self.nack_hold = bool(p.nack_hold)
+        self.own_loss_detection = p.loss_detection == "dfs"
         self.silence_rtts = 4.0  # a path carrying packets and unheard for this many min RTTs is dead
         self.rng: Any = None
         self.sim: Any = None
@@ -182,6 +213,7 @@ class DynamicFlowSpraying(LoadBalancer):
         self.window_capped_flows = 0
         self.path_overlaps = 0
         self.nacks_held = 0
+        self.stall_probes = 0
 
     def setup(self, net: Network) -> None:
         super().setup(net)
@@ -360,6 +392,9 @@ class DynamicFlowSpraying(LoadBalancer):
                     self._replace(qp, state, paths.index(old))
         ring[slot] = best
         state.sent_ps[slot] = now
+        if self.own_loss_detection and not state.probe_armed:
+            state.probe_armed = True
+            self.sim.after(self._probe_wait(state), self._on_probe, qp)
         best.in_flight += 1
         if best.unechoed_since_ps < 0:
             best.unechoed_since_ps = now
@@ -370,6 +405,7 @@ class DynamicFlowSpraying(LoadBalancer):
         state: _FlowState = qp.lb_state
         if state is None or not state.sprayed:
             return
+        state.last_echo_ps = self.sim.now
         self._release(state, qp.snd_una, pkt.sack_psn)
         self._sample(qp, state, pkt)
 
@@ -399,12 +435,13 @@ class DynamicFlowSpraying(LoadBalancer):
                 p.in_flight -= 1
                 ring[slot] = None
 
+    # --- loss_detection = "dfs" -------------------------------------------------------
     def nack_retransmit_at(self, qp: QueuePair, psn: int) -> int:
-        """``nack_hold``: a NACKed PSN is resent only once overdue, ``(1 + gamma)`` x the RTT
-        of the path that carried it after it was sent (a path slower than that is retired
-        anyway); if it arrives first, the cumulative ACK passes it and nothing is resent."""
+        """A NACKed PSN is resent only once overdue, ``(1 + gamma)`` x the RTT of the path
+        that carried it after it was sent (a path slower than that is retired anyway); if it
+        arrives first, the cumulative ACK passes it and nothing is resent."""
         state: _FlowState = qp.lb_state
-        if not self.nack_hold or state is None or not state.sprayed:
+        if not self.own_loss_detection or state is None or not state.sprayed:
             return -1
         slot = psn % self.bound
         path = state.ring[slot]
@@ -412,6 +449,34 @@ class DynamicFlowSpraying(LoadBalancer):
             return -1
         self.nacks_held += 1
         return state.sent_ps[slot] + int(self.slack * max(path.rtt, state.rtt_min))
+
+    def _probe_wait(self, state: _FlowState) -> int:
+        return int(2 * self.slack * max(p.rtt for p in state.paths))
+
+    def _on_probe(self, qp: QueuePair) -> None:
+        """A selective-repeat RNIC NACKs a hole once, on the next out-of-order arrival, and
+        again only on a later one: if that NACK (or the retransmission) is lost while the
+        flow can send nothing new (window full, or all sent), nothing arrives to trigger
+        another and the flow waits for the RTO. So: with nothing left to send and nothing
+        heard for two slack RTTs of the slowest path, resend the oldest unacknowledged PSN
+        (a tail-loss probe)."""
+        state: _FlowState = qp.lb_state
+        state.probe_armed = False
+        if qp.sender_done or qp.snd_una >= qp.max_sent:
+            return
+        wait = self._probe_wait(state)
+        quiet_until = state.last_echo_ps + wait
+        now = self.sim.now
+        if now >= quiet_until:
+            blocked = qp.snd_nxt >= min(qp.n_packets, qp.snd_una + self.bound)
+            if blocked and not qp.retx_queue:
+                self.stall_probes += 1
+                qp.retx_queue.append(qp.snd_una)
+                if not qp.in_sched and qp.has_work():
+                    qp.nic.activate(qp)
+            quiet_until = now + wait
+        state.probe_armed = True
+        self.sim.at(quiet_until, self._on_probe, qp)
 
     def _sample(self, qp: QueuePair, state: _FlowState, pkt: Packet) -> None:
         entropy = pkt.entropy
@@ -493,6 +558,7 @@ class DynamicFlowSpraying(LoadBalancer):
             "window_capped_flows": self.window_capped_flows,
             "path_overlaps": self.path_overlaps,
             "nacks_held": self.nacks_held,
+            "stall_probes": self.stall_probes,
         }
 
 
