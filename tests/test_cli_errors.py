@@ -93,6 +93,13 @@ CASES: dict[str, Case] = {
         edit('kind = "permutation"\nsize = "64KB"', 'kind = "all_to_all"\npeers_in_flight = 4'),
         ("workload.peers_in_flight", "4", "at most 3"),
     ),
+    "link_event_parallel_index_out_of_range": Case(
+        edit(
+            "hosts_per_leaf = 2\n",
+            'hosts_per_leaf = 2\n[[topology.events]]\nlink = ["leaf0", "spine1"]\naction = "down"\nparallel = 2\n',
+        ),
+        ("topology.events.parallel", "2", "index 0..0"),
+    ),
     "invalid_toml_syntax": Case(edit("[transport]", "[transport"), ("not valid TOML", "line 7")),
     "unknown_file": Case(None, ("no such file", "no_such_scenario.toml")),
     "set_without_equals": Case(VALID, ("--set", "run.seed", "key=value"), ("--set", "run.seed")),

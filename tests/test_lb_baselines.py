@@ -236,6 +236,32 @@ def test_wcmp_remote_failure_reweights_before_reconvergence() -> None:
     assert net.lb._groups[id(cands)].table == cands
 
 
+def test_wcmp_parallel_links_share_what_their_next_hop_delivers() -> None:
+    """2 leaves x 4 spines with 2 parallel 200G links per leaf-spine pair; one of the two
+    spine0 <-> leaf0 links fails and routing reconverges. spine0 still reaches leaf0 (over
+    the other link), so routing keeps both leaf1 -> spine0 links; but spine0 delivers only
+    200G onward, so the two share 200G (100G each) against 200G each via the other spines:
+    spine0 gets 200 / (200 + 3 x 400) = 1/7 of leaf1's slots toward leaf0, not ECMP's 2/8."""
+    fabric = leaf_spine(2, 4, 2, 400 * G, 200 * G, 1 * US, links_per_spine=2)
+    sim, net = make_net(fabric, lb="wcmp", recovery="ideal", cc="none")
+    net.schedule_link_down(0, "leaf0", "spine0", convergence_ps=1 * US, parallel=1)
+    sim.run(until_ps=3 * US)
+    leaf1, spine0 = net.switches["leaf1"], net.switches["spine0"]
+    assert len(spine0.table[0]) == 1  # the surviving spine0 -> leaf0 link
+    cands = leaf1.table[0]
+    to_spine0 = net.link_ports[("leaf1", "spine0")]
+    assert len(cands) == 8 and all(p in cands for p in to_spine0)
+    leaf1.select(leaf1, fake_packet(1, 2, 0), cands)
+    table = net.lb._groups[id(cands)].table
+    assert len(table) == 14 and sum(table.count(p) for p in to_spine0) == 2
+    # leaf0 itself: 7 surviving uplinks, each delivering its full 200G
+    leaf0 = net.switches["leaf0"]
+    cands = leaf0.table[2]
+    assert len(cands) == 7 and net.link_ports[("leaf0", "spine0")][1] not in cands
+    leaf0.select(leaf0, fake_packet(1, 0, 2), cands)
+    assert net.lb._groups[id(cands)].table == cands
+
+
 def test_wcmp_beats_ecmp_when_the_asymmetry_decides() -> None:
     """256 flows of 64 KB from leaf1's 4 hosts to leaf0's (2 leaves, 4 spines, 400G, DCQCN,
     selective repeat), spine0 -> leaf0 at 25%. With many small flows, hash collisions average

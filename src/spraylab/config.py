@@ -50,6 +50,9 @@ class LinkEvent(Section):
     rate_fraction: float = Field(default=1.0, gt=0, le=1)
     loss_rate: float = Field(default=0.0, ge=0, lt=1)
     convergence: TimePs = 0
+    parallel: int | None = Field(
+        default=None, ge=0, description="only the n-th (0-based) of parallel links between the two; default all"
+    )
 
 
 class LeafSpineTopology(Section):

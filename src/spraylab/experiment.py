@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Scenario
+from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Scenario, ScenarioError
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import make_lb
 from spraylab.metrics.collect import collect, ideal_fct_ps
@@ -150,19 +150,20 @@ def build(scenario: Scenario) -> Simulation:
     net = Network(sim, fabric, switch_params(scenario), params, make_lb(scenario.lb.scheme, scenario.lb.params))
     for event in scenario.topology.events:
         a, b = event.link
+        parallel = event.parallel
         try:
             if event.action == "down":
-                net.schedule_link_down(event.at, a, b, event.convergence)
+                net.schedule_link_down(event.at, a, b, event.convergence, parallel)
             elif event.action == "loss":
-                net.schedule_link_loss(event.at, a, b, event.loss_rate)
+                net.schedule_link_loss(event.at, a, b, event.loss_rate, parallel)
             else:
-                net.schedule_link_rate(event.at, a, b, event.rate_fraction)
+                net.schedule_link_rate(event.at, a, b, event.rate_fraction, parallel)
         except KeyError:
-            from spraylab.config import ScenarioError
-
             raise ScenarioError(
                 [f"topology.events.link = {[a, b]!r}: no such link; names look like {fabric.links[-1].a!r}, {fabric.links[-1].b!r}"]
             ) from None
+        except IndexError as exc:
+            raise ScenarioError([f"topology.events.parallel = {parallel}: {exc.args[0]}"]) from None
     flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A), scenario.run.seed)
     qps = net.add_flows(flows)
     ideal = [ideal_fct_ps(net, qp.src, qp.dst, qp.spec.size_bytes, params.mtu_bytes) for qp in qps]

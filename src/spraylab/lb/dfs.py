@@ -30,8 +30,8 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
   frame back. ``T = line rate * base RTT``.
 * **k paths, not k entropies** (``path_aware``, default true): ``k = min(K, paths)`` reads
   as k distinct paths, but k random entropies hash onto only ~5.3 distinct spines of 8 on
-  average, so some spines carry two or three of a flow's shares (measured: uplink imbalance
-  1.20 and 1.85x of ideal spraying on the 128-host permutation, against 1.02 and 1.15x). The
+  average, so some spines carry two or three of a flow's shares (measured with B = 128 on the
+  128-host permutation: the busiest uplink carries 1.20x the mean, against 1.02x). The
   sender resolves the path an entropy hashes to (deterministic ECMP with known seeds, as
   AI fabrics configure it) and a new path takes the first of up to ``PATH_DRAWS`` random
   entropies whose switch links no active path of the flow uses, else the one sharing

@@ -6,7 +6,8 @@ Weights are per destination ToR, as WCMP groups are per destination prefix: the 
 candidate ``p`` of switch ``S`` toward ToR ``T`` is the capacity deliverable through ``p``
 to ``T``, ``min(rate(p), C(next hop, T))``, where ``C(X, T)`` is the sum of the weights of
 ``X``'s own candidates toward ``T`` (recursively over the routing DAG, ``C(T, T)``
-unbounded; a down port weighs 0). So a remote leaf whose path via spine0 ends on a spine0 -> leaf0
+unbounded; a down port weighs 0); parallel links to one next hop ``X`` share
+``min(their summed rate, C(X, T))`` in proportion to their rates. So a remote leaf whose path via spine0 ends on a spine0 -> leaf0
 downlink at 25% gives spine0 a quarter share toward leaf0 and a full share toward every
 other leaf. A local-only weight (the candidate's own rate) would miss that downlink: it is
 the degradation that remote switches cannot see. The destination's access link is common
@@ -97,16 +98,26 @@ class PathCapacity:
         self.memo.clear()
 
     def weights(self, cands: list[Port], dst: int) -> list[int]:
-        """Weight of each candidate toward host ``dst``."""
-        return [self.through(port, dst) for port in cands]
-
-    def through(self, port: Port, dst: int) -> int:
-        if not port.up:
-            return 0
-        peer = port.peer_owner
-        if not isinstance(peer, Switch):
-            return UNBOUNDED  # the last hop to the host: common to every path
-        return min(port.rate_bps, self.deliverable(peer, dst))
+        """Weight of each candidate toward host ``dst``. Parallel links to one next hop share
+        what it can deliver onward, in proportion to their rates: two links to a spine
+        whose own link to the destination leaf is half gone get half a share between them,
+        not one each."""
+        out = [0] * len(cands)
+        by_peer: dict[int, list[int]] = {}
+        for i, port in enumerate(cands):
+            if port.up:  # a down port weighs 0
+                by_peer.setdefault(id(port.peer_owner), []).append(i)
+        for indices in by_peer.values():
+            peer = cands[indices[0]].peer_owner
+            if not isinstance(peer, Switch):  # the last hop to the host: common to every path
+                for i in indices:
+                    out[i] = UNBOUNDED
+                continue
+            links_bps = sum(cands[i].rate_bps for i in indices)
+            cap = min(links_bps, self.deliverable(peer, dst))
+            for i in indices:
+                out[i] = cap * cands[i].rate_bps // links_bps
+        return out
 
     def deliverable(self, switch: Switch, dst: int) -> int:
         cands = switch.table[dst]
@@ -116,7 +127,7 @@ class PathCapacity:
         # Routes are shortest paths, so the recursion only moves closer to the destination
         # and ends (at its ToR, whose only candidate is the host port: unbounded); a switch
         # with no route left (all links down) delivers 0.
-        cap = sum(self.through(port, dst) for port in cands)
+        cap = sum(self.weights(cands, dst))
         self.memo[id(cands)] = (cands, cap)
         return cap
 

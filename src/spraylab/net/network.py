@@ -60,7 +60,7 @@ class Network:
         self.ports: list[Port] = []
         self.link_ports: dict[tuple[str, str], list[Port]] = {}  # (a, b) -> ports a->b
         self.ingress_counters: list[IngressCounter] = []
-        self.down_links: set[tuple[str, str]] = set()
+        self.routed_down: set[int] = set()  # ids of ports that routing has removed (both directions)
         self.link_changes = 0  # bumped by every link event (down, reroute, rate): caches key on it
         self.qps: list[QueuePair] = []
         self.injected_packets = 0
@@ -127,7 +127,12 @@ class Network:
     def _compute_routes(self) -> None:
         """Equal-cost next hops per (switch, destination host), shared per destination ToR."""
         fabric = self.fabric
-        adj = fabric.switch_neighbours(self.down_links)
+        routed_down = self.routed_down
+        # A switch pair is cut only when all of its parallel links are down.
+        down_pairs = {
+            pair for pair, ports in self.link_ports.items() if all(id(p) in routed_down for p in ports)
+        }
+        adj = fabric.switch_neighbours(down_pairs)
         n = len(self.hosts)
         tables = {name: [[] for _ in range(n)] for name in self.switches}
         hosts_by_tor: dict[str, list[int]] = {}
@@ -144,7 +149,7 @@ class Network:
                     for p in switch.ports
                     if isinstance(p.peer_owner, Switch)
                     and dist.get(p.peer_owner.name, -1) == want
-                    and (name, p.peer_owner.name) not in self.down_links
+                    and id(p) not in routed_down
                 ]
                 for h in tor_hosts:
                     tables[name][h] = cands
@@ -167,14 +172,22 @@ class Network:
             host.route = route
 
     # --- failures and asymmetry ------------------------------------------------------
-    def ports_between(self, a: str, b: str) -> list[Port]:
-        ports = self.link_ports.get((a, b), []) + self.link_ports.get((b, a), [])
-        if not ports:
+    def ports_between(self, a: str, b: str, parallel: int | None = None) -> list[Port]:
+        """Both directions of the links between ``a`` and ``b``: all parallel links, or only
+        the ``parallel``-th (0-based, in the fabric's link order)."""
+        forward, backward = self.link_ports.get((a, b), []), self.link_ports.get((b, a), [])
+        if not forward:
             raise KeyError(f"no link between {a!r} and {b!r}")
-        return ports
+        if parallel is None:
+            return forward + backward
+        if not 0 <= parallel < len(forward):
+            raise IndexError(f"{a!r} and {b!r} have {len(forward)} parallel link(s): index 0..{len(forward) - 1}")
+        return [forward[parallel], backward[parallel]]
 
-    def schedule_link_down(self, at_ps: int, a: str, b: str, convergence_ps: int) -> None:
-        ports = self.ports_between(a, b)
+    def schedule_link_down(
+        self, at_ps: int, a: str, b: str, convergence_ps: int, parallel: int | None = None
+    ) -> None:
+        ports = self.ports_between(a, b, parallel)
 
         def down(_: Any) -> None:
             for p in ports:
@@ -183,14 +196,14 @@ class Network:
             self.sim.after(convergence_ps, reroute)
 
         def reroute(_: Any) -> None:
-            self.down_links.add((a, b))
+            self.routed_down.update(id(p) for p in ports)
             self._compute_routes()
             self.link_changes += 1
 
         self.sim.at(at_ps, down)
 
-    def schedule_link_rate(self, at_ps: int, a: str, b: str, fraction: float) -> None:
-        ports = self.ports_between(a, b)
+    def schedule_link_rate(self, at_ps: int, a: str, b: str, fraction: float, parallel: int | None = None) -> None:
+        ports = self.ports_between(a, b, parallel)
 
         def degrade(_: Any) -> None:
             for p in ports:
@@ -199,10 +212,12 @@ class Network:
 
         self.sim.at(at_ps, degrade)
 
-    def schedule_link_loss(self, at_ps: int, a: str, b: str, loss_rate: float) -> None:
+    def schedule_link_loss(
+        self, at_ps: int, a: str, b: str, loss_rate: float, parallel: int | None = None
+    ) -> None:
         """From ``at_ps`` on, each packet crossing the link is lost with ``loss_rate`` (bit
         errors, a flaky optic). Only that link pays for the extra random draw."""
-        ports = self.ports_between(a, b)
+        ports = self.ports_between(a, b, parallel)
         # A stable salt: hash() of strings changes from process to process.
         rng = self.sim.derive_rng(0x1055 ^ zlib.crc32(f"{a}|{b}".encode()))
 
