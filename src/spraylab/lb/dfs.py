@@ -61,9 +61,16 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
     holds the path that carried it, that path is charged one loss; a path charged
     ``dead_path_losses`` (3) times with no ACK/NACK echo in between is retired, while a path
     that is merely late (spurious NACKs under spraying) echoes in between and is kept;
-  - a path that was sent packets but has echoed nothing for 4 min RTTs is retired ("silent");
+  - over the ideal transport, which acknowledges every packet, a path that was sent packets
+    but has echoed nothing for 4 min RTTs is retired ("silent"). Not over an RNIC: it ACKs
+    only packets that advance its expected PSN, so behind a hole every path is silent, and a
+    silence rule there retired healthy paths by the hundred (a dead path makes holes, which
+    the rule above charges to it). A cumulative ACK that covers a path's packet counts as
+    hearing from it;
   - paths charged a loss, or unheard for 2 min RTTs while carrying packets, are *suspect*: no
     new packets, no retransmissions, until they echo again;
+  - path-aware: the links (both directions) of a path retired as dead or silent are avoided
+    by every later path of the flow;
   - on a timeout (go-back-N resend of the window) nothing tells which path lost what: DFS
     keeps the paths heard from within 2 min RTTs of the flow's last echo (and since the
     previous timeout) and replaces the others with fresh entropies; when no path is known
@@ -135,11 +142,21 @@ class _Path:
         "last_echo_ps",
         "unechoed_since_ps",
         "links",
+        "ack_links",
     )
 
-    def __init__(self, entropy: int, rtt: float, links: frozenset[int] = frozenset()) -> None:
+    def __init__(
+        self,
+        entropy: int,
+        rtt: float,
+        links: frozenset[int] = frozenset(),
+        ack_links: frozenset[int] = frozenset(),
+    ) -> None:
         self.entropy = entropy
-        self.links = links  # switch-to-switch ports the entropy hashes onto (path_aware only)
+        # path_aware only: the switch-to-switch ports the entropy's packets cross, and those
+        # its ACKs cross on the way back (they echo the entropy, hashed by other switches)
+        self.links = links
+        self.ack_links = ack_links
         self.rtt = rtt  # smoothed RTT, ps
         self.ecn = 0.0  # smoothed ECN-marked fraction
         self.in_flight = 0
@@ -161,6 +178,7 @@ class _FlowState:
         "last_timeout_ps",
         "last_echo_ps",
         "probe_armed",
+        "bad_links",
     )
 
     def __init__(self, bound: int, base_rtt: float) -> None:
@@ -173,6 +191,7 @@ class _FlowState:
         self.last_timeout_ps = -1
         self.last_echo_ps = 0  # last ACK/NACK of the flow, any path
         self.probe_armed = False
+        self.bad_links: set[int] = set()  # links of paths retired as dead or silent
 
 
 @register
@@ -277,20 +296,23 @@ class DynamicFlowSpraying(LoadBalancer):
         self.flows_sprayed += 1
         if self.bound < bdp_packets:
             self.window_capped_flows += 1
-        state.paths.append(_Path(qp.entropy, base_rtt, self._links(qp, qp.entropy)))
+        links = self._links(qp, qp.entropy) if self.path_aware else ()
+        state.paths.append(_Path(qp.entropy, base_rtt, *links))
         for _ in range(k - 1):
             state.paths.append(self._fresh_path(qp, state, base_rtt))
 
-    def _links(self, qp: QueuePair, entropy: int) -> frozenset[int]:
-        if not self.path_aware:
-            return frozenset()
+    def _links(self, qp: QueuePair, entropy: int) -> tuple[frozenset[int], frozenset[int]]:
+        """The switch links an entropy's packets cross, and those its ACKs cross back."""
         # The first (NIC) and last (to the host) ports are shared by every path of the flow.
-        return frozenset(id(port) for port in flow_path(self.net, qp, entropy=entropy)[1:-1])
+        forward = flow_path(self.net, qp, entropy=entropy)[1:-1]
+        backward = flow_path(self.net, qp, reverse=True, entropy=entropy)[1:-1]
+        return frozenset(map(id, forward)), frozenset(map(id, backward))
 
     def _fresh_path(self, qp: QueuePair, state: _FlowState, rtt: float, retired: _Path | None = None) -> _Path:
         """A new path on a random entropy. Path-aware: of up to ``PATH_DRAWS`` random
         entropies, the first whose path shares no switch link with the flow's active paths,
-        else the one sharing fewest (a link of the path being retired counts as many)."""
+        else the one sharing fewest (a link of the path being retired, or of any path found
+        dead before, counts as many: with the others in use, a dead link is the free one)."""
         getrandbits = self.rng.getrandbits
         used = {p.entropy for p in state.paths}
         self.paths_explored += 1
@@ -304,7 +326,7 @@ class DynamicFlowSpraying(LoadBalancer):
             if p.active:
                 for link in p.links:
                     load[link] = load.get(link, 0) + 1
-        avoid = retired.links if retired is not None else frozenset()
+        avoid = state.bad_links if retired is None else state.bad_links.union(retired.links, retired.ack_links)
         penalty = len(state.paths) + 1
         best: _Path | None = None
         best_score = 0
@@ -312,10 +334,12 @@ class DynamicFlowSpraying(LoadBalancer):
             entropy = getrandbits(16)
             if entropy in used:
                 continue
-            links = self._links(qp, entropy)
-            score = sum(load.get(link, 0) for link in links) + penalty * len(links & avoid)
+            links, ack_links = self._links(qp, entropy)
+            score = sum(load.get(link, 0) for link in links) + penalty * (
+                len(links & avoid) + len(ack_links & avoid)
+            )
             if best is None or score < best_score:
-                best = _Path(entropy, rtt, links)
+                best = _Path(entropy, rtt, links, ack_links)
                 best_score = score
                 if score == 0:
                     break
@@ -324,10 +348,13 @@ class DynamicFlowSpraying(LoadBalancer):
             self.path_overlaps += 1
         return best
 
-    def _replace(self, qp: QueuePair, state: _FlowState, index: int) -> None:
-        """Retire ``paths[index]`` (it drains, gets no new packets) for a fresh entropy."""
+    def _replace(self, qp: QueuePair, state: _FlowState, index: int, broken: bool = False) -> None:
+        """Retire ``paths[index]`` (it drains, gets no new packets) for a fresh entropy;
+        ``broken``: it lost packets or went silent, so new paths avoid its links."""
         retired = state.paths[index]
         retired.active = False
+        if broken:
+            state.bad_links.update(retired.links, retired.ack_links)
         state.paths[index] = self._fresh_path(qp, state, state.rtt_min, retired)
 
     # --- per packet ----------------------------------------------------------------------
@@ -347,7 +374,9 @@ class DynamicFlowSpraying(LoadBalancer):
         # the path that carried the original and, if it can, paths not yet measured or
         # silent for over 2 min RTTs while carrying packets.
         limit = rtt_min + self.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
-        dead_before = now - self.silence_rtts * rtt_min
+        # Silence says a path is dead only while the flow progresses: behind a hole nothing
+        # is acknowledged on any path (the hole's own path is charged by the NACK rule).
+        dead_before = now - self.silence_rtts * rtt_min if qp.ideal else -1
         retx = psn < qp.max_sent
         recent = now - 2 * rtt_min
         best = unproven = None
@@ -377,7 +406,7 @@ class DynamicFlowSpraying(LoadBalancer):
             self._replace(qp, state, stale)
         elif silent >= 0:
             self.retired_silent += 1
-            self._replace(qp, state, silent)
+            self._replace(qp, state, silent, broken=True)
         if best is None:
             best = unproven
             if best is None:  # every path suspect: the fastest
@@ -389,7 +418,7 @@ class DynamicFlowSpraying(LoadBalancer):
                 old.silent_losses += 1
                 if old.silent_losses >= self.dead_after and old is not best:
                     self.retired_dead += 1
-                    self._replace(qp, state, paths.index(old))
+                    self._replace(qp, state, paths.index(old), broken=True)
         ring[slot] = best
         state.sent_ps[slot] = now
         if self.own_loss_detection and not state.probe_armed:
@@ -421,12 +450,19 @@ class DynamicFlowSpraying(LoadBalancer):
         if una > start:
             if una - start > bound:
                 start = una - bound
+            sent_ps = state.sent_ps
             for psn in range(start, una):
                 slot = psn % bound
                 p = ring[slot]
                 if p is not None:
                     p.in_flight -= 1
                     ring[slot] = None
+                    # Delivered: alive when it sent this packet. A selective-repeat RNIC ACKs
+                    # only packets that advance its expected PSN, so a path whose packets
+                    # always arrive a little early is never echoed, only covered like this.
+                    since = p.unechoed_since_ps
+                    if 0 <= since <= sent_ps[slot]:
+                        p.unechoed_since_ps = sent_ps[slot] if p.in_flight else -1
             state.una = una
         if sack_psn >= una:
             slot = sack_psn % bound
