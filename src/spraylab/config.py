@@ -54,6 +54,15 @@ class LinkEvent(Section):
         default=None, ge=0, description="only the n-th (0-based) of parallel links between the two; default all"
     )
 
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when None (all links): TOML has no null, and a dumped scenario identifies a
+        # run, so scenarios written before the option existed stay the same runs.
+        data = handler(self)
+        if self.parallel is None:
+            data.pop("parallel", None)
+        return data
+
 
 class LeafSpineTopology(Section):
     kind: Literal["leaf_spine"] = "leaf_spine"

@@ -409,8 +409,14 @@ class DynamicFlowSpraying(LoadBalancer):
             self._replace(qp, state, silent, broken=True)
         if best is None:
             best = unproven
-            if best is None:  # every path suspect: the fastest
-                best = min(paths, key=_rtt_of)
+            if best is None:
+                # Every path suspect: sending on the fastest could keep feeding a dead one (its
+                # charges never reach dead_path_losses while it is also the retransmission's
+                # path). Retire the most-charged path and use its fresh replacement.
+                worst = max(range(len(paths)), key=lambda i: paths[i].silent_losses)
+                self.retired_dead += 1
+                self._replace(qp, state, worst, broken=True)
+                best = paths[worst]
         if old is not None:
             old.in_flight -= 1
             if psn == qp.snd_una and old.active:  # the PSN the receiver reported missing
@@ -596,7 +602,3 @@ class DynamicFlowSpraying(LoadBalancer):
             "nacks_held": self.nacks_held,
             "stall_probes": self.stall_probes,
         }
-
-
-def _rtt_of(path: _Path) -> float:
-    return path.rtt
