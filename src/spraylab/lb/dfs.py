@@ -68,7 +68,8 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
     the rule above charges to it). A cumulative ACK that covers a path's packet counts as
     hearing from it;
   - paths charged a loss, or unheard for 2 min RTTs while carrying packets, are *suspect*: no
-    new packets, no retransmissions, until they echo again;
+    new packets, no retransmissions, until they echo again; with every path suspect, the
+    most-charged one is retired ("stuck") and its replacement carries the packet;
   - path-aware: the links (both directions) of a path retired as dead or silent are avoided
     by every later path of the flow;
   - on a timeout (go-back-N resend of the window) nothing tells which path lost what: DFS
@@ -227,6 +228,7 @@ class DynamicFlowSpraying(LoadBalancer):
         self.retired_stale = 0
         self.retired_silent = 0
         self.retired_timeout = 0
+        self.retired_stuck = 0
         self.loss_marks = 0
         self.bdp_packets_max = 0
         self.window_capped_flows = 0
@@ -374,8 +376,8 @@ class DynamicFlowSpraying(LoadBalancer):
         # the path that carried the original and, if it can, paths not yet measured or
         # silent for over 2 min RTTs while carrying packets.
         limit = rtt_min + self.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
-        # Silence says a path is dead only while the flow progresses: behind a hole nothing
-        # is acknowledged on any path (the hole's own path is charged by the NACK rule).
+        # Silence means death only over the ideal transport, which acknowledges every packet
+        # (an RNIC acknowledges nothing behind a hole: see the module doc).
         dead_before = now - self.silence_rtts * rtt_min if qp.ideal else -1
         retx = psn < qp.max_sent
         recent = now - 2 * rtt_min
@@ -414,7 +416,7 @@ class DynamicFlowSpraying(LoadBalancer):
                 # charges never reach dead_path_losses while it is also the retransmission's
                 # path). Retire the most-charged path and use its fresh replacement.
                 worst = max(range(len(paths)), key=lambda i: paths[i].silent_losses)
-                self.retired_dead += 1
+                self.retired_stuck += 1
                 self._replace(qp, state, worst, broken=True)
                 best = paths[worst]
         if old is not None:
@@ -588,6 +590,7 @@ class DynamicFlowSpraying(LoadBalancer):
             "stale": self.retired_stale,
             "silent": self.retired_silent,
             "timeout": self.retired_timeout,
+            "stuck": self.retired_stuck,
         }
         return {
             "flows": self.flows,
