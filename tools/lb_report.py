@@ -522,6 +522,10 @@ WHY_NOT_MET = {
         "completion is set by RTOs of flows that lost packets on the dead link before reconvergence, which "
         "local queues do not predict; adaptive ties rps within the seed spread (section 5)"
     ),
+    "5 (spine_link_failure_slow, adaptive/sr)": (
+        "leaf0 avoids its own dead uplink, but the other leaves, choosing by their own queues, keep sending "
+        "leaf0-bound packets to spine0, whose only way to leaf0 is the dead link (section 5)"
+    ),
     "5 (spine_link_failure, wcmp)": (
         "after reconvergence (50 us) the fabric is symmetric again and WCMP makes ECMP's choices; it drops "
         "fewer packets but completion is set by hash collisions (section 5)"
@@ -611,10 +615,12 @@ def claim5_prose(rec: Records, stem: str) -> str:
         )
     return (
         f"**Reading.** On selective-repeat RNICs: `dfs/sr` {c('dfs/sr')} us (five-seed mean {m('dfs/sr')} us; "
-        f"{fmt_int(v('dfs/sr', 'timeouts'))} timeouts; B = 128: {c('dfs[B=128]/sr')} us); it charges "
-        f"retransmissions to the path that lost them and retires dead paths before routing reconverges "
-        f"({fmt_int(v('dfs/sr', 'lb.retired_dead'))} retired as dead, {fmt_int(v('dfs/sr', 'lb.retired_silent'))} "
-        f"as silent). `adaptive/sr` {c('adaptive/sr')} us (mean {m('adaptive/sr')}), `tor_assist/sr` "
+        f"{fmt_int(v('dfs/sr', 'timeouts'))} timeouts; B = 128: {c('dfs[B=128]/sr')} us); it charges each "
+        f"hole to the path that carried it and retires dead paths before routing reconverges "
+        f"({fmt_int(v('dfs/sr', 'lb.retired_dead'))} retired as dead on seed 1). What is left are the RNIC's RTOs "
+        f"when a NACK dies (its ACK path crosses the dead link) while the window is full: nothing new arrives "
+        f"to trigger another. DFS's own loss detection probes such a stalled window: `{DFS_HOLD}` {m(DFS_HOLD)} us "
+        f"(five-seed mean, {fmt_int(v(DFS_HOLD, 'timeouts'))} timeouts on seed 1). `adaptive/sr` {c('adaptive/sr')} us (mean {m('adaptive/sr')}), `tor_assist/sr` "
         f"{c('tor_assist/sr')} us, `rps/sr` {c('rps/sr')} us (mean {m('rps/sr')}), `spray_rr/sr` "
         f"{c('spray_rr/sr')} us (mean {m('spray_rr/sr')}) and `reps/sr` {c('reps/sr')} us (mean {m('reps/sr')}) "
         f"keep losing packets on the dead link until routing reconverges, and each lost tail costs an RTO "
@@ -1288,7 +1294,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             w(seeds_table(rec, stem, list(ASYM_SEEDED), ref="rps/sr") + "\n")
             mean = {lab: rec.mean(stem, lab, "completion_ps") for lab in ASYM_SEEDED}
             n_seeds = len(rec.seeds(stem, "rps/sr"))
-            for lab in ("reps", "adaptive", "dfs"):
+            for lab in ("reps", "adaptive", "dfs", DFS_HOLD.removesuffix("/sr")):
                 v = mean[f"{lab}/sr"]
                 ok = v < mean["spray_rr/sr"] and v < mean["rps/sr"]
                 verdicts.append(
