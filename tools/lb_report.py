@@ -515,10 +515,6 @@ WHY_NOT_MET = {
         "with B = 64 < BDP the PSN window caps a flow at B packets per RTT, 64% of line rate on this fabric; "
         "under the RNIC's own recovery every packet a later one overtook is also retransmitted (section 4)"
     ),
-    "4 (permutation, B=128)": (
-        "under the RNIC's own recovery (the spec's rule 6) the selective-repeat NIC's NACK for every overtaken "
-        "packet is a retransmission; with DFS's own loss detection the same B meets the target (section 4)"
-    ),
     "4 (ring all-reduce, B=64)": (
         "the B = 64 window caps each sprayed 500 KB message below line rate; ECMP is collision-free on this "
         "ring, so any cap loses to it. B = 128 ties ECMP (section 4)"
@@ -1205,15 +1201,20 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
                 )
             )
         for stem, name in ((P, "permutation"), ("allreduce_128", "ring all-reduce")):
-            d = rec.s(stem, label, "completion_ps")
-            e = rec.s(stem, "ecmp/sr", "completion_ps")
-            i = rec.s(stem, "rps/ideal", "completion_ps")
-            if None in (d, e, i):
+            # Judged on the mean over the seeds all three ran (one seed is one draw of the
+            # permutation and the hashes), as claim 5 is.
+            n_seeds = min(len(rec.seeds(stem, lab)) for lab in (label, "ecmp/sr", "rps/ideal"))
+            d, e, i = (rec.mean(stem, lab, "completion_ps") for lab in (label, "ecmp/sr", "rps/ideal"))
+            if not n_seeds or None in (d, e, i):
                 continue
+            if any(len(rec.seeds(stem, lab)) != n_seeds for lab in (label, "ecmp/sr", "rps/ideal")):
+                d, e, i = (rec.s(stem, lab, "completion_ps") for lab in (label, "ecmp/sr", "rps/ideal"))
+                n_seeds = 1
+            over = f" ({n_seeds}-seed mean)" if n_seeds > 1 else " (seed 1)"
             verdicts.append(
                 (
                     f"4 ({name}, {tag})",
-                    "symmetric: DFS no slower than ecmp/sr (a difference under 0.1% counts as a tie)",
+                    f"symmetric: DFS no slower than ecmp/sr (a difference under 0.1% counts as a tie){over}",
                     f"{fmt_us(d)} us vs ecmp/sr {fmt_us(e)} us ({(d - e) / US:+.2f} us, {100 * (d / e - 1):+.3f}%)",
                     verdict(d <= e * 1.001),
                 )
@@ -1221,7 +1222,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             verdicts.append(
                 (
                     f"4 ({name}, {tag})",
-                    "symmetric: DFS within 15% of ideal spraying (rps/ideal)",
+                    f"symmetric: DFS within 15% of ideal spraying (rps/ideal){over}",
                     f"{fmt_us(d)} us = {fmt_x(d / i)} of rps/ideal ({fmt_us(i)} us)",
                     verdict(d <= 1.15 * i),
                 )
