@@ -285,7 +285,11 @@ def compare_sweep(directory: Path, baseline: str | None, by: list[str] | None, m
         console.print(rt)
 
 
-DEMO_VARIANTS = "ecmp,rps,rps/ideal,dfs/sr,tor_assist/sr,tor_assist/gbn"
+# DFS twice: with the spec's defaults, and set for a 400 Gb/s fabric (B = the RNIC bitmap, its own
+# loss detection; docs/results.md section 4).
+DEMO_VARIANTS = (
+    "ecmp,rps,rps/ideal,dfs/sr,dfs[reorder_bound_packets=128,loss_detection=dfs]/sr,tor_assist/sr,tor_assist/gbn"
+)
 
 
 @app.command("demo")
@@ -295,7 +299,7 @@ def demo_command(
 ) -> None:
     """Compare the load balancers on the default scenario (preset 'demo'): table + plots."""
     sc = load_scenario("demo", {})
-    console.print(f"[bold]spraylab demo[/]: {sc.name}, {sc.topology.kind}; schemes {lb}")
+    console.print(f"[bold]spraylab demo[/]: {sc.name}, {sc.topology.kind}; schemes {escape(lb)}")
     compare_scenario(sc, parse_variants(lb), out)
 
 
