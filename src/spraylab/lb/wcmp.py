@@ -7,10 +7,11 @@ candidate ``p`` of switch ``S`` toward ToR ``T`` is the capacity deliverable thr
 to ``T``, ``min(rate(p), C(next hop, T))``, where ``C(X, T)`` is the sum of the weights of
 ``X``'s own candidates toward ``T`` (recursively over the routing DAG, ``C(T, T)``
 unbounded; a down port weighs 0); parallel links to one next hop ``X`` share
-``min(their summed rate, C(X, T))`` in proportion to their rates. So a remote leaf whose path via spine0 ends on a spine0 -> leaf0
-downlink at 25% gives spine0 a quarter share toward leaf0 and a full share toward every
-other leaf. A local-only weight (the candidate's own rate) would miss that downlink: it is
-the degradation that remote switches cannot see. The destination's access link is common
+``min(their summed rate, C(X, T))`` in proportion to their rates. So a remote leaf whose
+path via spine0 ends on a spine0 -> leaf0 downlink at 25% gives spine0 a quarter share
+toward leaf0 and a full share toward every other leaf. A local-only weight (the
+candidate's own rate) would miss that downlink: it is the degradation that remote switches
+cannot see. The destination's access link is common
 to every path, so it does not cap (the weight would then equal it for every candidate and
 the asymmetry would vanish with slower hosts).
 
