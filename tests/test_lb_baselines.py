@@ -236,6 +236,28 @@ def test_wcmp_remote_failure_reweights_before_reconvergence() -> None:
     assert net.lb._groups[id(cands)].table == cands
 
 
+def test_wcmp_reaction_delay_keeps_old_weights_until_it_passes() -> None:
+    """As above with ``reaction_us = 100``: the controller reweights 100 us after the
+    failure. One-packet flows from leaf1 to leaf0 sent before then keep hashing a share onto
+    the dead spine0 (and are lost there); sent after, none is."""
+    lost = {}
+    for window, start_us in (("before", 20), ("after", 200)):
+        sim, net = make_net(
+            small_leaf_spine(leaves=4, spines=4, hosts_per_leaf=2),
+            lb="wcmp",
+            lb_params={"reaction_us": 100},
+            recovery="ideal",
+            cc="none",
+        )
+        net.add_flows([FlowSpec(1000, 2, 0, 100_000)])  # builds leaf1's group toward leaf0 first
+        net.schedule_link_down(10 * US, "spine0", "leaf0", convergence_ps=10_000 * US)
+        flows = [FlowSpec(i, 2, 0, 4096, start_ps=(start_us + i) * US) for i in range(60)]
+        run_flows(sim, net, flows, until_ps=3000 * US)
+        lost[window] = sum(1 for qp in net.qps if qp.flow_id < 1000 and qp.retx_packets)
+    assert lost["after"] == 0
+    assert lost["before"] >= 5  # binomial(60, 1/4): mean 15, P(< 5) ~ 0.1%
+
+
 def test_wcmp_parallel_links_share_what_their_next_hop_delivers() -> None:
     """2 leaves x 4 spines with 2 parallel 200G links per leaf-spine pair; one of the two
     spine0 <-> leaf0 links fails and routing reconverges. spine0 still reaches leaf0 (over

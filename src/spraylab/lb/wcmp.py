@@ -24,11 +24,14 @@ port, i.e. exactly ECMP's choice.
 Weights are cached per candidate list (routing shares one list per destination ToR).
 Rates change only at scheduled link events (degradation, failure, reroute), which bump the
 network's ``link_changes`` counter; the scheme looks at it at most once per ``refresh_us`` of
-simulated time (default 1 µs: the packet path costs one time comparison). When it moved, an epoch counter advances and each group recomputes its weights at its next
-packet; the slot table is rebuilt only when its weights changed. This models a WCMP
-controller that knows every link's state within ``refresh_us``, remote links included
-(an idealisation: real controllers react in milliseconds). ``refresh_us = 0`` re-checks on
-every packet."""
+simulated time (default 1 µs: the packet path costs one time comparison). When it moved,
+``reaction_us`` after the change (default 0) an epoch counter advances and each group recomputes its
+weights, from the links' state at that moment, at its next packet; the slot table is
+rebuilt only when its weights changed. So the defaults model a WCMP controller that knows
+every link's state within ``refresh_us``, remote links included: an idealisation, since
+real controllers take milliseconds; ``reaction_us`` sets that delay (a group first used
+during it is built from the links' current state). ``refresh_us = 0`` re-checks on every
+packet."""
 
 from __future__ import annotations
 
@@ -52,6 +55,7 @@ UNBOUNDED = 1 << 62  # the destination ToR delivers whatever reaches it
 class WcmpParams(LbParams):
     max_table: int = Field(default=1024, ge=1, le=1 << 20, description="max slots per weighted group")
     refresh_us: float = Field(default=1.0, ge=0, description="re-check link rates at most this often")
+    reaction_us: float = Field(default=0.0, ge=0, description="reweight this long after a link change is seen")
 
 
 def build_table(cands: list[Port], weights: list[int], max_table: int) -> list[Port]:
@@ -158,6 +162,7 @@ class Wcmp(LoadBalancer):
         params: WcmpParams = self.params  # type: ignore[assignment]
         max_table = params.max_table
         refresh_ps = int(params.refresh_us * PS_PER_US)
+        reaction_ps = int(params.reaction_us * PS_PER_US)
         sim = net.sim
         capacity = PathCapacity()
         groups: dict[int, _Group] = {}  # id(cands) -> group; the group keeps cands alive
@@ -165,17 +170,26 @@ class Wcmp(LoadBalancer):
         self.rebuilds = 0
         self.epochs = 0
         # Link events (reroutes included: a group built in the instant before a reroute
-        # memoised the old tables) bump net.link_changes; the value seen last is the epoch.
-        state = [net.link_changes, sim.now]  # [link changes seen, last check]
+        # memoised the old tables) bump net.link_changes; the value applied last is the epoch.
+        state = [net.link_changes, sim.now, net.link_changes]  # [applied, last check, seen]
+
+        def apply(changes: int) -> None:
+            state[0] = changes
+            self.epochs += 1
+            capacity.clear()
 
         def select(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
             now = sim.now
             if now - state[1] >= refresh_ps:
                 state[1] = now
-                if net.link_changes != state[0]:
-                    state[0] = net.link_changes
-                    self.epochs += 1
-                    capacity.clear()
+                changes = net.link_changes
+                if changes != state[2]:
+                    state[2] = changes
+                    at = net.link_changed_ps + reaction_ps
+                    if at > now:
+                        sim.at(at, apply, changes)
+                    else:
+                        apply(changes)
             epoch = state[0]
             group = groups.get(id(cands))
             if group is None:

@@ -62,6 +62,7 @@ class Network:
         self.ingress_counters: list[IngressCounter] = []
         self.routed_down: set[int] = set()  # ids of ports that routing has removed (both directions)
         self.link_changes = 0  # bumped by every link event (down, reroute, rate): caches key on it
+        self.link_changed_ps = 0  # when it was last bumped
         self.qps: list[QueuePair] = []
         self.injected_packets = 0
         self.consumed_packets = 0
@@ -172,6 +173,10 @@ class Network:
             host.route = route
 
     # --- failures and asymmetry ------------------------------------------------------
+    def _link_changed(self) -> None:
+        self.link_changes += 1
+        self.link_changed_ps = self.sim.now
+
     def ports_between(self, a: str, b: str, parallel: int | None = None) -> list[Port]:
         """Both directions of the links between ``a`` and ``b``: all parallel links, or only
         the ``parallel``-th (0-based, in the fabric's link order)."""
@@ -192,13 +197,13 @@ class Network:
         def down(_: Any) -> None:
             for p in ports:
                 p.fail()
-            self.link_changes += 1
+            self._link_changed()
             self.sim.after(convergence_ps, reroute)
 
         def reroute(_: Any) -> None:
             self.routed_down.update(id(p) for p in ports)
             self._compute_routes()
-            self.link_changes += 1
+            self._link_changed()
 
         self.sim.at(at_ps, down)
 
@@ -208,7 +213,7 @@ class Network:
         def degrade(_: Any) -> None:
             for p in ports:
                 p.set_rate(max(1, int(self.base_rate(p) * fraction)))
-            self.link_changes += 1
+            self._link_changed()
 
         self.sim.at(at_ps, degrade)
 
