@@ -606,7 +606,8 @@ def claim5_prose(rec: Records, stem: str) -> str:
             f"{m(DFS_HOLD)} us. WCMP's weights follow link state within `refresh_us` (1 us: the model's WCMP "
             f"controller sees every link at once, an idealisation), so remote leaves stop sending leaf0-bound "
             f"traffic to spine0 while ECMP waits the 10 ms for routing: `wcmp/sr` {m('wcmp/sr')} us vs `ecmp/sr` "
-            f"{m('ecmp/sr')} us. Over the ideal transport, which repairs each loss one RTT after sending it, the "
+            f"{m('ecmp/sr')} us; a controller that reweights only 1 ms after the failure (`{WCMP_SLOW}`) takes "
+            f"{c(WCMP_SLOW)} us on seed 1 (`ecmp/sr` {c('ecmp/sr')} us). Over the ideal transport, which repairs each loss one RTT after sending it, the "
             f"dead link costs little: `rps/ideal` {c('rps/ideal')} us, `reps/ideal` {c('reps/ideal')} us.\n"
         )
     if stem == "degraded_spine":
