@@ -270,8 +270,8 @@ class QueuePair:
             at = -1 if self.lb is None else self.lb.nack_retransmit_at(self, psn)
             if at > now:
                 self.sim.at(at, self._deferred_nack_cb, psn)
-                return
-            self.retx_queue.append(psn)
+            else:
+                self.retx_queue.append(psn)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
 
