@@ -31,7 +31,7 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
 * **k paths, not k entropies** (``path_aware``, default true): ``k = min(K, paths)`` reads
   as k distinct paths, but k random entropies hash onto only ~5.3 distinct spines of 8 on
   average, so some spines carry two or three of a flow's shares (measured with B = 128 on the
-  128-host permutation: the busiest uplink carries 1.20x the mean, against 1.02x). The
+  128-host permutation: the busiest uplink carries 1.30x the mean, against 1.02x). The
   sender resolves the path an entropy hashes to (deterministic ECMP with known seeds, as
   AI fabrics configure it) and a new path takes the first of up to ``PATH_DRAWS`` random
   entropies whose switch links no active path of the flow uses, else the one sharing
@@ -73,8 +73,8 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
   - paths charged a loss, or unheard for 2 min RTTs while carrying packets, are *suspect*: no
     new packets, no retransmissions, until they echo again; with every path suspect, the
     most-charged one is retired ("stuck") and its replacement carries the packet;
-  - path-aware: the links (both directions) of a path retired as dead or silent are avoided
-    by every later path of the flow;
+  - path-aware: the links (both directions) of a path retired as broken (dead, silent or
+    stuck) are avoided by every later path of the flow;
   - on a timeout (go-back-N resend of the window) nothing tells which path lost what: DFS
     keeps the paths heard from within 2 min RTTs of the flow's last echo (and since the
     previous timeout) and replaces the others with fresh entropies; when no path is known
