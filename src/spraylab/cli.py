@@ -136,6 +136,8 @@ SUMMARY_ROWS: list[tuple[str, str, str]] = [
     ("OOO discards", "discards", "int"),
     ("max reorder (pkts)", "max_reorder", "int"),
     ("drops", "drops", "int"),
+    ("timeouts (RTO)", "timeouts", "int"),
+    ("CNPs", "cnps", "int"),
     ("PFC pauses", "pfc_pauses", "int"),
     ("uplink imbalance max", "uplink_imbalance_max", "float"),
     ("stop", "stop_reason", "str"),
