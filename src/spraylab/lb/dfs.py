@@ -48,8 +48,8 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
   oldest unacknowledged PSN (a tail-loss probe: a selective-repeat RNIC NACKs a hole again
   only on a later arrival, so a lost NACK with a full window otherwise waits for the RTO),
   and the packets outstanding on a path retired as broken are resent at once (the RNIC
-  would report them one hole, i.e. one round trip, at a time: measured on a k = 8 fat-tree
-  whose agg-core link dies unseen by routing, 977 us without this, 273 us with it).
+  would report them one hole, i.e. one round trip, at a time: when introduced, this took
+  ``scenarios/lb/fat_tree_failure_unseen.toml`` with B = 128 from 977 us to 273 us).
 * **The flow's mode is decided once at its start**: a flow whose whole message exceeds ``T``
   sprays until it ends (no collapse back to one path for its tail).
 * **In-flight accounting** uses a ring of ``B`` slots indexed by PSN (a window never spans more
