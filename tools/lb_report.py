@@ -42,6 +42,10 @@ US = 1_000_000  # ps
 ALIASES = {"B": "reorder_bound_packets", "loss": "loss_detection"}
 DFS_HOLD = "dfs[B=128,loss=dfs]/sr"  # DFS set for this fabric: B = bitmap W, its own loss detection
 DFS_BLIND = "dfs[B=128,path_aware=false]/sr"  # k random entropies, as a hash-oblivious NIC draws them
+# The window B against one BDP (~100 packets on the 400G leaf-spine), with either loss detection.
+DFS_B_SWEEP = [
+    (b, "dfs/sr" if b == 64 else f"dfs[B={b}]/sr", f"dfs[B={b},loss=dfs]/sr") for b in (32, 64, 96, 128)
+]
 
 
 def _dcqcn_defaults() -> Any:
@@ -163,6 +167,7 @@ STUDIES = [
         [
             *PERMUTATION_SEEDED[:-1],
             DFS_BLIND,
+            *(lab for _, rnic, own in DFS_B_SWEEP for lab in (rnic, own) if lab not in PERMUTATION_SEEDED),
             "dfs/ideal",
             "dfs[B=128]/ideal",
             "spray_rr/sr",
@@ -1298,6 +1303,37 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"(here {bdp['bdp_pkts']:.0f} packets) and a loss detection that tells late from lost. All of "
             f"them are far ahead of ECMP ({fmt_x(c(d64) / rec.s(P, 'ecmp/sr', 'completion_ps'))} of `ecmp/sr`), "
             f"whose collisions cost more.\n"
+        )
+    sweep = [(b, rec.get(P, rnic), rec.get(P, own)) for b, rnic, own in DFS_B_SWEEP]
+    if bdp and ideal and all(r is not None and o is not None for _, r, o in sweep):
+        rows = [
+            [
+                str(b),
+                fmt_pct(min(1.0, b / bdp["bdp_pkts"]), 0),
+                fmt_us(r["summary"]["completion_ps"]),
+                fmt_x(r["summary"]["completion_ps"] / ideal),
+                fmt_us(o["summary"]["completion_ps"]),
+                fmt_x(o["summary"]["completion_ps"] / ideal),
+            ]
+            for b, r, o in sweep
+        ]
+        w(
+            "**The window B against one BDP** (permutation, seed 1; the cap is B packets per base RTT as a "
+            f"share of line rate, BDP = {bdp['bdp_pkts']:.0f} packets):\n"
+        )
+        w(
+            table(
+                [
+                    "B",
+                    "window cap",
+                    "RNIC's loss recovery (us)",
+                    "vs rps/ideal",
+                    "DFS's own loss detection (us)",
+                    "vs rps/ideal",
+                ],
+                rows,
+            )
+            + "\n"
         )
     ar = {v: rec.get("allreduce_128", v) for v in study("allreduce_128").variants}
     if all(ar.values()):
