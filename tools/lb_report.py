@@ -1561,6 +1561,13 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             "packets are, and so whether spraying reorders them. The all-to-all scenarios use 8 peers in flight "
             "(`workload.peers_in_flight`); with all 127 at once spraying does not hurt go-back-N there."
         )
+    cav.append(
+        "**What DFS and WCMP are assumed to know.** DFS's default `path_aware` resolves the path an entropy "
+        "hashes to, as a sender can with deterministic ECMP and known seeds; a hash-oblivious NIC is "
+        f"`path_aware = false` (`{DFS_BLIND}` in section 4). WCMP's weights follow every link's state within "
+        "`refresh_us` (1 us), remote links included: a controller far faster than real ones; `reaction_us` "
+        f"delays it (`{WCMP_SLOW}` in section 5)."
+    )
     spread = []
     for lab in study(P).multi_seed:
         vals = [r["summary"]["completion_ps"] for r in rec.seeds(P, lab)]
