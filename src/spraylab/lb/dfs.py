@@ -375,7 +375,7 @@ class DynamicFlowSpraying(LoadBalancer):
                     if ring[psn % bound] is retired and psn != sending and psn not in queued
                 ]
                 self.presumed_lost += len(lost)
-                qp.retx_queue.extend(lost)
+                qp.resend(lost)
         state.paths[index] = self._fresh_path(qp, state, state.rtt_min, retired)
 
     # --- per packet ----------------------------------------------------------------------
@@ -534,9 +534,7 @@ class DynamicFlowSpraying(LoadBalancer):
             blocked = qp.snd_nxt >= min(qp.n_packets, qp.snd_una + self.bound)
             if blocked and not qp.retx_queue:
                 self.stall_probes += 1
-                qp.retx_queue.append(qp.snd_una)
-                if not qp.in_sched and qp.has_work():
-                    qp.nic.activate(qp)
+                qp.resend([qp.snd_una])
             quiet_until = now + wait
         state.probe_armed = True
         self.sim.at(quiet_until, self._on_probe, qp)

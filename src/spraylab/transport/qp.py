@@ -278,7 +278,11 @@ class QueuePair:
     def _on_deferred_nack(self, psn: int) -> None:
         if self.sender_done or psn < self.snd_una:
             return  # delivered meanwhile: the NACK was for reordering, not loss
-        self.retx_queue.append(psn)
+        self.resend([psn])
+
+    def resend(self, psns: list[int]) -> None:
+        """Queue ``psns`` for retransmission (a sender scheme's own loss detection uses this)."""
+        self.retx_queue.extend(psns)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
 
