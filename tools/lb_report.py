@@ -8,7 +8,7 @@
 Every number in the page comes from ``spraylab.run`` on the scenario files in ``scenarios/lb/``,
 each derived into variants exactly as ``spraylab compare FILE --lb scheme/recovery`` does
 (``spraylab.cli.variant_scenario``), plus scheme parameters where a variant names some
-(``tor_assist[mode=reorder]/gbn``, ``dfs[B=128]/sr``). Runs are independent and go through a
+(``tor_assist[mode=reorder]/gbn``, ``dfs[B=64]/sr``). Runs are independent and go through a
 process pool (``--workers``, default 2). Each run's record (summary, wall time, the scenario it
 ran) is written to ``out/lb_report/``; ``--reuse`` takes a record from there instead of running
 again when its stored scenario equals the variant's (an interrupted report resumes; leave it out
@@ -40,12 +40,12 @@ PAGE = ROOT / "docs" / "results.md"
 US = 1_000_000  # ps
 
 ALIASES = {"B": "reorder_bound_packets", "loss": "loss_detection"}
-DFS_HOLD = "dfs[B=128,loss=dfs]/sr"  # DFS set for this fabric: B = bitmap W, its own loss detection
-DFS_BLIND = "dfs[B=128,path_aware=false]/sr"  # k random entropies, as a hash-oblivious NIC draws them
+# "dfs/sr" is DFS's defaults: B = "auto", the RNIC bitmap W = 128 on the 400G leaf-spine.
+DFS_SPEC = "dfs[B=64]/sr"  # the spec's B = 64 for every flow, below one BDP here
+DFS_HOLD = "dfs[loss=dfs]/sr"  # DFS's own loss detection instead of the RNIC's
+DFS_BLIND = "dfs[path_aware=false]/sr"  # k random entropies, as a hash-oblivious NIC draws them
 # The window B against one BDP (~100 packets on the 400G leaf-spine), with either loss detection.
-DFS_B_SWEEP = [
-    (b, "dfs/sr" if b == 64 else f"dfs[B={b}]/sr", f"dfs[B={b},loss=dfs]/sr") for b in (32, 64, 96, 128)
-]
+DFS_B_SWEEP = [(b, f"dfs[B={b}]/sr", f"dfs[B={b},loss=dfs]/sr") for b in (32, 64, 96, 128)]
 
 
 def _dcqcn_defaults() -> Any:
@@ -119,7 +119,7 @@ class Study:
         return self.seeds if not self.multi_seed or label in self.multi_seed else self.seeds[:1]
 
 
-SPRAYERS = ["rps", "spray_rr", "reps", "adaptive", "dfs", "dfs[B=128]"]
+SPRAYERS = ["rps", "spray_rr", "reps", "adaptive", "dfs", "dfs[B=64]"]
 WCMP_SLOW = "wcmp[reaction_us=1000]/sr"  # a WCMP controller that reweights 1 ms after a link change
 ASYM = [
     "ecmp/sr",
@@ -158,7 +158,7 @@ ASYM_STUDIES = {
 ESSENTIAL = ["ecmp/gbn", "rps/gbn", "rps/sr", "rps/ideal", "tor_assist/sr", "tor_assist[mode=reorder]/gbn"]
 LOSSY = ["rps/sr", "tor_assist/sr", "rps/gbn", "tor_assist[mode=reorder]/gbn", "rps/ideal"]
 # The permutation variants run on three seeds (the last, flowlet/sr, is listed apart below).
-PERMUTATION_SEEDED = (*ESSENTIAL[:1], "ecmp/sr", *ESSENTIAL[1:], "dfs/sr", "dfs[B=128]/sr", DFS_HOLD, "flowlet/sr")
+PERMUTATION_SEEDED = (*ESSENTIAL[:1], "ecmp/sr", *ESSENTIAL[1:], "dfs/sr", DFS_SPEC, DFS_HOLD, "flowlet/sr")
 QUICK_FABRIC = {"topology.leaves": 4, "topology.spines": 4, "topology.hosts_per_leaf": 4}
 
 STUDIES = [
@@ -169,7 +169,7 @@ STUDIES = [
             DFS_BLIND,
             *(lab for _, rnic, own in DFS_B_SWEEP for lab in (rnic, own) if lab not in PERMUTATION_SEEDED),
             "dfs/ideal",
-            "dfs[B=128]/ideal",
+            "dfs[B=64]/ideal",
             "spray_rr/sr",
             "reps/sr",
             "adaptive/sr",
@@ -226,13 +226,13 @@ STUDIES = [
     ),
     Study(
         "fat_tree_failure_unseen.toml",
-        ["ecmp/sr", "rps/sr", "reps/sr", "dfs/sr", "dfs[B=128]/sr", DFS_HOLD, "rps/ideal"],
+        ["ecmp/sr", "rps/sr", "reps/sr", "dfs/sr", DFS_HOLD, "rps/ideal"],
         cost=1.5,
         quick={"topology.k": 4, "workload.0.size": "1MB"},
     ),
     Study(
         "allreduce_128.toml",
-        ["ecmp/sr", "rps/ideal", "dfs/sr", "dfs[B=128]/sr", DFS_HOLD],
+        ["ecmp/sr", "rps/ideal", "dfs/sr", DFS_SPEC, DFS_HOLD],
         cost=40.0,
         quick={**QUICK_FABRIC, "workload.0.size": "8MB"},
     ),
@@ -298,6 +298,9 @@ def make_record(
             "tx_packets": int(part["tx_packets"].sum()),
         }
     done = flows[flows["completed"]]
+    # Each flow against its own PSN window (DFS's B, per flow with B = "auto"); 0 = unbounded.
+    bounded = flows[flows["psn_window"] > 0]
+    bounds = sorted(int(b) for b in bounded["psn_window"].unique())
     return {
         "file": file,
         "label": label,
@@ -310,6 +313,9 @@ def make_record(
         "flows_with_timeouts": int((flows["timeouts"] > 0).sum()),
         "max_flow_retx": int(flows["retx_packets"].max()) if len(flows) else 0,
         "event_links": event_links,
+        "psn_windows": bounds,
+        # max over bounded flows of (max reorder - B): negative when every flow stayed within its bound
+        "reorder_over_bound": int((bounded["max_reorder"] - bounded["psn_window"]).max()) if bounds else None,
     }
 
 
@@ -443,6 +449,14 @@ def fmt_int(x: Any) -> str:
     return "-" if x is None else f"{int(x):,}"
 
 
+def fmt_bounds(record: dict[str, Any]) -> str:
+    """The PSN windows (DFS's B) the run's flows had: one value, or the range with "auto"."""
+    bounds = record.get("psn_windows") or []
+    if not bounds:
+        return "-"
+    return str(bounds[0]) if len(bounds) == 1 else f"{bounds[0]}-{bounds[-1]}"
+
+
 def fmt_bytes(x: Any) -> str:
     if x is None:
         return "-"
@@ -524,14 +538,6 @@ def seeds_table(rec: Records, stem: str, labels: list[str], ref: str = "rps/idea
 
 # Why a claim fails, for the verdicts that can (each is measured in the section it names).
 WHY_NOT_MET = {
-    "4 (permutation, B=64)": (
-        "with B = 64 < BDP the PSN window caps a flow at B packets per RTT, 64% of line rate on this fabric; "
-        "under the RNIC's own recovery every packet a later one overtook is also retransmitted (section 4)"
-    ),
-    "4 (ring all-reduce, B=64)": (
-        "the B = 64 window caps each sprayed 500 KB message below line rate; ECMP is collision-free on this "
-        "ring, so any cap loses to it. B = 128 ties ECMP (section 4)"
-    ),
     "5 (degraded_spine, reps/sr)": (
         "a selective-repeat RNIC ACKs only hole fillers, the packets on the slowest path, so REPS recycles "
         "the slow entropies; without that rule it behaves like rps (section 5)"
@@ -624,7 +630,7 @@ def claim5_prose(rec: Records, stem: str) -> str:
     if stem == "degraded_spine":
         return (
             f"**Reading.** On selective-repeat RNICs: `dfs/sr` {c('dfs/sr')} us (five-seed mean {m('dfs/sr')} us; "
-            f"B = 128: {c('dfs[B=128]/sr')} us), against {c('spray_rr/sr')} us for `spray_rr/sr`, {c('rps/sr')} us "
+            f"the spec's B = 64: {c(DFS_SPEC)} us), against {c('spray_rr/sr')} us for `spray_rr/sr`, {c('rps/sr')} us "
             f"for `rps/sr`, {c('reps/sr')} us for `reps/sr` and {c('adaptive/sr')} us for `adaptive/sr` (seed 1). "
             f"Every scheme that keeps sending a share of the traffic to and from leaf0 over the 100 Gb/s link builds "
             f"a standing queue there: packets on that path arrive hundreds of positions late (max reorder up to "
@@ -649,7 +655,7 @@ def claim5_prose(rec: Records, stem: str) -> str:
         )
     return (
         f"**Reading.** On selective-repeat RNICs: `dfs/sr` {c('dfs/sr')} us (five-seed mean {m('dfs/sr')} us; "
-        f"{fmt_int(v('dfs/sr', 'timeouts'))} timeouts; B = 128: {c('dfs[B=128]/sr')} us); it charges each "
+        f"{fmt_int(v('dfs/sr', 'timeouts'))} timeouts; the spec's B = 64: {c(DFS_SPEC)} us); it charges each "
         f"hole to the path that carried it and retires dead paths before routing reconverges "
         f"({fmt_int(v('dfs/sr', 'lb.retired_dead'))} retired as dead on seed 1). What is left are the RNIC's RTOs "
         f"when a NACK dies (its ACK path crosses the dead link) while the window is full: nothing new arrives "
@@ -703,8 +709,8 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         "go-back-N (ConnectX default: discard anything ahead of the expected PSN, NACK), `sr` = selective repeat "
         "(accept into the bitmap, NACK the gap at once), `ideal` = reorder-tolerant SACK transport (the reference "
         "that spraying 'should' reach). A variant `scheme[param=value]/recovery` is the scenario file with "
-        "`lb.scheme`, its parameters and `transport.recovery` replaced (`dfs[B=128]` = DFS with "
-        "`reorder_bound_packets = 128`, `loss=dfs` = `loss_detection = \"dfs\"`, DFS's own loss detection instead of "
+        "`lb.scheme`, its parameters and `transport.recovery` replaced (`dfs[B=64]` = DFS with "
+        "`reorder_bound_packets = 64` instead of its default `\"auto\"`, `loss=dfs` = `loss_detection = \"dfs\"`, DFS's own loss detection instead of "
         "the RNIC's; `tor_assist` alone = mode `nack_filter`). `completion` = first byte to the "
         "last flow's last byte; `goodput/rx` = payload bits per second of each receiver's active span, averaged "
         "over receivers; `retx ratio` and `spurious retx` are per data packet sent (spurious = a retransmission "
@@ -1128,16 +1134,21 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
     w("## 4. DFS: bounded reordering, and whether it reaches ideal spraying\n")
     bdp = meta.get("dfs_route")
     if bdp:
+        auto_ideal = math.ceil(1.5 * math.ceil(bdp["bdp_pkts"]))  # DFS's "auto" B without a bitmap cap
         w(
             f"DFS reads the fabric: {bdp['paths']} equal-cost paths between two leaves, base RTT "
             f"{bdp['rtt_us']:.2f} us (propagation + serialization of one data packet out and one ACK back), so one "
             f"BDP at 400 Gb/s is **{bdp['bdp_pkts']:.0f} packets** ({fmt_bytes(bdp['bdp_bytes'])}, also DFS's spray "
             f"threshold T). The hard bound is a PSN window: a flow's rate is at most B packets per RTT, i.e. "
-            f"B = 64 caps a sprayed flow at {fmt_pct(min(1.0, 64 / bdp['bdp_pkts']), 0)} of line rate before any "
-            f"queueing, B = 128 at {fmt_pct(min(1.0, 128 / bdp['bdp_pkts']), 0)}.\n"
+            f"the spec's B = 64 caps a sprayed flow at {fmt_pct(min(1.0, 64 / bdp['bdp_pkts']), 0)} of line rate "
+            f"before any queueing, B = 128 at {fmt_pct(min(1.0, 128 / bdp['bdp_pkts']), 0)}. So DFS's default is "
+            f"`B = \"auto\"`: per flow max(64, (1 + gamma) x BDP) = max(64, {auto_ideal}) "
+            f"packets, at most the selective-repeat bitmap W = 128, which B must not exceed for the no-discard "
+            f"guarantee: **B = 128 for cross-leaf flows here** (`dfs/sr`), and {auto_ideal} "
+            f"over the ideal transport, which has no bitmap (`dfs/ideal`). `{DFS_SPEC}` fixes the spec's 64.\n"
         )
     rows = []
-    dfs_labels = ["dfs/sr", "dfs[B=128]/sr", DFS_BLIND, DFS_HOLD, "dfs/ideal", "dfs[B=128]/ideal"]
+    dfs_labels = ["dfs/sr", DFS_SPEC, DFS_BLIND, DFS_HOLD, "dfs/ideal", "dfs[B=64]/ideal"]
     for stem, name in (
         (P, "permutation (symmetric)"),
         ("allreduce_128", "ring all-reduce 64 MB (symmetric)"),
@@ -1154,12 +1165,11 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             if r is None:
                 continue
             s = r["summary"]
-            b = int(Variant(label).params.get("reorder_bound_packets", 64))
             rows.append(
                 [
                     name,
                     f"`{label}`",
-                    str(b),
+                    fmt_bounds(r),
                     fmt_us(s.get("completion_ps")),
                     fmt_x(ratio(s.get("completion_ps"), ecmp)),
                     fmt_x(ratio(s.get("completion_ps"), ideal)),
@@ -1196,28 +1206,27 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         + "\n"
     )
     w(main_table(rec, "allreduce_128", study("allreduce_128").variants) + "\n")
-    def bound_of(label: str) -> int:
-        return int(Variant(label).params.get("reorder_bound_packets", 64))
-
-    # The bound: max reorder < B in every DFS run with that B (every scenario, every option),
+    # The bound: in every DFS run (every scenario and option) every flow's max reorder < its B,
     # and no discards in every DFS run over selective-repeat RNICs.
-    for b in sorted({bound_of(lab) for (_, lab, _) in rec.records if Variant(lab).scheme == "dfs"}):
-        runs = [r for (_, lab, _), r in rec.records.items() if Variant(lab).scheme == "dfs" and bound_of(lab) == b]
+    runs = [r for (_, lab, _), r in rec.records.items() if Variant(lab).scheme == "dfs"]
+    if runs:
         sr_runs = [r for r in runs if r["label"].endswith("/sr")]
-        worst = max(r["summary"].get("max_reorder", 0) for r in runs)
+        over = [r["reorder_over_bound"] for r in runs if r.get("reorder_over_bound") is not None]
         disc = sum(r["summary"].get("discards", 0) for r in sr_runs)
+        bounds = sorted({b for r in runs for b in r.get("psn_windows", [])})
         verdicts.append(
             (
-                f"4 (bound, B={b})",
-                "max reorder < B (every DFS run) and no discards beyond the SR bitmap (every DFS/sr run)",
-                f"max reorder {worst} over {len(runs)} runs (all scenarios and options, sr and ideal); "
-                f"{disc} discards over {len(sr_runs)} sr runs",
-                verdict(worst < b and disc == 0),
+                "4 (bound)",
+                "every flow's max reorder < its B (every DFS run) and no discards beyond the SR bitmap "
+                "(every DFS/sr run)",
+                f"B in {{{', '.join(map(str, bounds))}}}; closest approach max reorder - B = {max(over)} over "
+                f"{len(runs)} runs (all scenarios and options, sr and ideal); {disc} discards over {len(sr_runs)} "
+                "sr runs",
+                verdict(len(over) == len(runs) and max(over) < 0 and disc == 0),
             )
         )
-    for label in ("dfs/sr", "dfs[B=128]/sr", DFS_HOLD):
-        b = bound_of(label)
-        tag = f"B={b}, loss=dfs" if Variant(label).params.get("loss_detection") == "dfs" else f"B={b}"
+    for label in ("dfs/sr", DFS_HOLD):
+        tag = label
         for stem, name in ((P, "permutation"), ("allreduce_128", "ring all-reduce")):
             # Judged on the mean over the seeds all three ran (one seed is one draw of the
             # permutation and the hashes), as claim 5 is.
@@ -1257,11 +1266,11 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
                 )
             )
     # explanation with numbers
-    d64, d128, dhold = rec.get(P, "dfs/sr"), rec.get(P, "dfs[B=128]/sr"), rec.get(P, DFS_HOLD)
-    i64, i128 = rec.get(P, "dfs/ideal"), rec.get(P, "dfs[B=128]/ideal")
+    d64, dauto, dhold = rec.get(P, DFS_SPEC), rec.get(P, "dfs/sr"), rec.get(P, DFS_HOLD)
+    i64, iauto = rec.get(P, "dfs[B=64]/ideal"), rec.get(P, "dfs/ideal")
     blind = rec.get(P, DFS_BLIND)
     ideal = rec.s(P, "rps/ideal", "completion_ps")
-    if bdp and all(x is not None for x in (d64, d128, dhold, i64, i128, blind, ideal)):
+    if bdp and all(x is not None for x in (d64, dauto, dhold, i64, iauto, blind, ideal)):
 
         def c(r: dict[str, Any]) -> float:
             return r["summary"]["completion_ps"]
@@ -1274,35 +1283,35 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
 
         w(
             f"**What separates DFS from ideal spraying (permutation).** Three effects, each measured:\n\n"
-            f"1. *Window cap.* With B = 64 < BDP = {bdp['bdp_pkts']:.0f} packets, a DFS flow cannot exceed "
-            f"~{fmt_pct(min(1.0, 64 / bdp['bdp_pkts']), 0)} of line rate even on an idle fabric: over the ideal "
-            f"transport `dfs/ideal` completes in {fmt_us(c(i64))} us = {fmt_x(c(i64) / ideal)} of `rps/ideal`. "
-            f"With B = 128 (the RNIC's bitmap W, above one BDP) the cap is gone: `dfs[B=128]/ideal` takes "
-            f"{fmt_us(c(i128))} us = {fmt_x(c(i128) / ideal)}.\n"
+            f"1. *Window cap.* With the spec's B = 64 < BDP = {bdp['bdp_pkts']:.0f} packets, a DFS flow cannot "
+            f"exceed ~{fmt_pct(min(1.0, 64 / bdp['bdp_pkts']), 0)} of line rate even on an idle fabric: over the "
+            f"ideal transport `dfs[B=64]/ideal` completes in {fmt_us(c(i64))} us = {fmt_x(c(i64) / ideal)} of "
+            f"`rps/ideal`. With the default B = \"auto\" ({fmt_bounds(iauto)} there, 1.5 BDP) the cap is gone: "
+            f"`dfs/ideal` takes {fmt_us(c(iauto))} us = {fmt_x(c(iauto) / ideal)}.\n"
             f"2. *Paths, not entropies.* k = min(K, paths) = 8 random entropies hash onto only ~5.3 of the 8 spines "
             f"on average, so some spines carry two or three shares of a flow and queue: with random entropies "
             f"(`{DFS_BLIND}`) the busiest uplink carries {s(blind, 'uplink_imbalance_max') or 0:.2f}x the mean and "
             f"the run takes {fmt_us(c(blind))} us ({fmt_int(s(blind, 'cnps'))} CNPs, "
             f"{fmt_int(s(blind, 'lb.paths_retired'))} paths retired). DFS's default (`path_aware`) draws each "
-            f"entropy so that the flow's paths share no link: {s(d128, 'uplink_imbalance_max') or 0:.2f}x, "
-            f"{fmt_us(c(d128))} us ({fmt_int(s(d128, 'cnps'))} CNPs).\n"
+            f"entropy so that the flow's paths share no link: {s(dauto, 'uplink_imbalance_max') or 0:.2f}x, "
+            f"{fmt_us(c(dauto))} us ({fmt_int(s(dauto, 'cnps'))} CNPs).\n"
             f"3. *The RNIC's loss recovery.* Bounded reordering is still reordering, and the selective-repeat RNIC "
             f"NACKs every packet that a later one overtook (the expected PSN walks through each late packet in "
             f"turn, one NACK each, `tests/test_receivers.py`); under the spec's rule 6 (recovery follows the RNIC) "
-            f"each NACK is a retransmission: {fmt_pct(s(d64, 'spurious_retx_ratio'))} of `dfs/sr`'s packets and "
-            f"{fmt_pct(s(d128, 'spurious_retx_ratio'))} of `dfs[B=128]/sr`'s are spurious, each taking line time "
+            f"each NACK is a retransmission: {fmt_pct(s(dauto, 'spurious_retx_ratio'))} of `dfs/sr`'s packets and "
+            f"{fmt_pct(s(d64, 'spurious_retx_ratio'))} of `{DFS_SPEC}`'s are spurious, each taking line time "
             f"and a window slot. A DFS sender knows which path carried each PSN and how long that path takes: with "
             f"`loss_detection = \"dfs\"` a NACKed PSN is resent only once overdue, (1 + gamma) x its path's RTT "
             f"after it was sent, and a window stalled by a lost NACK is probed ({fmt_int(s(dhold, 'lb.nacks_held'))} "
             f"NACKs held): `{DFS_HOLD}` retransmits {fmt_pct(s(dhold, 'spurious_retx_ratio'))} spuriously and "
             f"completes in {fmt_us(c(dhold))} us = {fmt_x(c(dhold) / ideal)} of `rps/ideal`.\n\n"
-            f"So DFS over selective-repeat RNICs reaches {fmt_x(c(d64) / ideal)} of ideal spraying with the spec's "
-            f"defaults (B = 64, the RNIC's recovery; three-seed mean {mean_x('dfs/sr')}), {fmt_x(c(d128) / ideal)} "
-            f"with B = 128 (mean {mean_x('dfs[B=128]/sr')}) and {fmt_x(c(dhold) / ideal)} with B = 128 and its own "
-            f"loss detection (mean {mean_x(DFS_HOLD)}). The 15% target needs both: a window of at least one BDP "
-            f"(here {bdp['bdp_pkts']:.0f} packets) and a loss detection that tells late from lost. All of "
-            f"them are far ahead of ECMP ({fmt_x(c(d64) / rec.s(P, 'ecmp/sr', 'completion_ps'))} of `ecmp/sr`), "
-            f"whose collisions cost more.\n"
+            f"So DFS over selective-repeat RNICs reaches {fmt_x(c(dauto) / ideal)} of ideal spraying with its "
+            f"defaults (B = \"auto\" = 128, the RNIC's recovery, the spec's rule 6; three-seed mean "
+            f"{mean_x('dfs/sr')}) and {fmt_x(c(dhold) / ideal)} with its own loss detection (mean "
+            f"{mean_x(DFS_HOLD)}); with the spec's B = 64 it reaches only {fmt_x(c(d64) / ideal)} (mean "
+            f"{mean_x(DFS_SPEC)}): a window below one BDP ({bdp['bdp_pkts']:.0f} packets here) cannot reach line "
+            f"rate. All of them are far ahead of ECMP ({fmt_x(c(d64) / rec.s(P, 'ecmp/sr', 'completion_ps'))} of "
+            f"`ecmp/sr` at B = 64), whose collisions cost more.\n"
         )
     sweep = [(b, rec.get(P, rnic), rec.get(P, own)) for b, rnic, own in DFS_B_SWEEP]
     if bdp and ideal and all(r is not None and o is not None for _, r, o in sweep):
@@ -1346,12 +1355,13 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"{fmt_us(ar['rps/ideal']['summary']['completion_ps'])} us, busbw {fmt_gbps(bb['ecmp/sr'])} Gb/s). "
             f"Each of the 254 steps moves a 500 KB message (122 packets, above DFS's threshold T, so DFS sprays "
             f"the {fmt_int(ar['dfs/sr']['summary'].get('lb.flows_sprayed'))} cross-leaf messages), and every "
-            f"step waits for its slowest edge, a cross-leaf one. With B = 64 the window caps those messages "
-            f"below line rate: `dfs/sr` {fmt_us(ar['dfs/sr']['summary']['completion_ps'])} us "
+            f"step waits for its slowest edge, a cross-leaf one. With the spec's B = 64 the window caps those "
+            f"messages below line rate: `{DFS_SPEC}` {fmt_us(ar[DFS_SPEC]['summary']['completion_ps'])} us "
+            f"({fmt_x(ar[DFS_SPEC]['summary']['completion_ps'] / ar['ecmp/sr']['summary']['completion_ps'])} of "
+            f"ECMP, busbw {fmt_gbps(bb[DFS_SPEC])} Gb/s). With the default B (128 across leaves) the window does "
+            f"not bind: `dfs/sr` {fmt_us(ar['dfs/sr']['summary']['completion_ps'])} us "
             f"({fmt_x(ar['dfs/sr']['summary']['completion_ps'] / ar['ecmp/sr']['summary']['completion_ps'])} of "
-            f"ECMP, busbw {fmt_gbps(bb['dfs/sr'])} Gb/s). With B = 128 the window does not bind and DFS ties ECMP "
-            f"({fmt_us(ar['dfs[B=128]/sr']['summary']['completion_ps'])} us, busbw "
-            f"{fmt_gbps(bb['dfs[B=128]/sr'])} Gb/s).\n"
+            f"ECMP, busbw {fmt_gbps(bb['dfs/sr'])} Gb/s).\n"
         )
 
     F = "fat_tree_failure_unseen"
@@ -1368,7 +1378,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         w(main_table(rec, F, study(F).variants) + "\n")
         w(
             f"`scenarios/lb/{F}.toml`: a k = 8 fat-tree (128 hosts, 400 Gb/s, 16 equal-cost paths between pods, "
-            f"6 hops, so one BDP is ~150 packets and even B = 128 caps a flow a little), a 4 MB permutation; the "
+            f"6 hops, so one BDP is ~150 packets and the bitmap-capped B = 128 caps a flow a little), a 4 MB permutation; the "
             f"agg0_0 <-> core0 link dies at 30 us and routing does not reconverge within the run. Oblivious "
             f"spraying keeps sending into core0 toward pod 0 and out of it: `rps/sr` {fc('rps/sr')} us "
             f"({fs('rps/sr', 'timeouts')} timeouts); ECMP loses every flow hashed there until its RTOs: "
@@ -1520,7 +1530,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         seeds_table(
             rec,
             P,
-            ["ecmp/sr", "flowlet/sr", "rps/sr", "dfs/sr", "dfs[B=128]/sr", "tor_assist/sr", "rps/ideal"],
+            ["ecmp/sr", "flowlet/sr", "rps/sr", "dfs/sr", DFS_SPEC, "tor_assist/sr", "rps/ideal"],
         )
         + "\n"
     )

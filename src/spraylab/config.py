@@ -217,15 +217,20 @@ class LbSection(BaseModel):
         try:
             params_model(**self.params)
         except ValidationError as exc:
-            problems = []
+            # Parameters are flat: one entry per parameter, whose union members (an int or
+            # "auto") each add an error, read as alternatives.
+            problems: dict[str, tuple[Any, list[str]]] = {}
             for error in exc.errors():
-                key = ".".join(str(p) for p in error["loc"])
+                key = str(error["loc"][0]) if error["loc"] else ""
                 msg = str(error["msg"]).removeprefix("Value error, ")
                 if error["type"] == "extra_forbidden":
                     allowed = ", ".join(params_model.model_fields) or "none"
                     msg = f"unknown parameter of scheme {self.scheme!r}; allowed: {allowed}"
-                problems.append(f"lb.{key} = {error.get('input')!r}: {msg}")
-            raise ValueError("; ".join(problems)) from None
+                value, msgs = problems.setdefault(key, (error.get("input"), []))
+                msgs.append(msg if not msgs else msg.removeprefix("Input should be "))
+            raise ValueError(
+                "; ".join(f"lb.{key} = {value!r}: {', or '.join(msgs)}" for key, (value, msgs) in problems.items())
+            ) from None
         return self
 
     @property

@@ -18,7 +18,11 @@ could be acknowledged, so its reorder degree is < B and a selective-repeat NIC w
 W >= B never discards a packet. (A late *duplicate*, an original overtaken by its own
 retransmission, is outside this argument: it is already delivered.) Note the bound is a window:
 a flow's rate is at most ``B * packet / RTT``, so B should be at least one BDP in packets for
-sprayed flows to reach line rate.
+sprayed flows to reach line rate. The spec's default B = 64 is below one BDP on a 400 Gb/s
+fabric (~100 packets at an 8.3 us base RTT) and caps every sprayed flow at ~64% of line rate,
+so the default here is ``"auto"``: per flow, ``max(64, (1 + gamma) x BDP)`` packets, at most
+the selective-repeat bitmap W (128 by default). It is 64 wherever 64 suffices (a 100 Gb/s
+fabric) and W = 128 on the 400 Gb/s leaf-spine; an integer fixes B for every flow.
 
 Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
 
@@ -90,7 +94,8 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+import math
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -106,10 +111,15 @@ if TYPE_CHECKING:
 
 
 PATH_DRAWS = 32  # random entropies tried for a path-aware new path
+AUTO_BOUND_MIN = 64  # the spec's default B, kept as the floor of "auto"
 
 
 class DfsParams(LbParams):
-    reorder_bound_packets: int = Field(64, ge=1, description="B: hard reorder bound (PSN window), packets")
+    reorder_bound_packets: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
+        "auto",
+        description="B: hard reorder bound (PSN window), packets; auto = max(64, (1+gamma) x BDP) "
+        "per flow, at most the selective-repeat bitmap W",
+    )
     max_paths: int = Field(8, ge=1, description="K: max active entropies of a sprayed flow")
     spray_threshold_bytes: int = Field(0, ge=0, description="T: spray above this many bytes; 0 = 1 BDP")
     rtt_slack: float = Field(0.5, ge=0.0, description="gamma: retire a path above (1+gamma)*min RTT")
@@ -183,9 +193,11 @@ class _FlowState:
         "last_echo_ps",
         "probe_armed",
         "bad_links",
+        "bound",
     )
 
     def __init__(self, bound: int, base_rtt: float) -> None:
+        self.bound = bound  # B of this flow (= qp.psn_window)
         self.sprayed = False
         self.paths: list[_Path] = []
         self.ring: list[_Path | None] = [None] * bound  # path of each outstanding PSN (psn % B)
@@ -208,7 +220,8 @@ class DynamicFlowSpraying(LoadBalancer):
     def __init__(self, params: LbParams | None = None) -> None:
         super().__init__(params)
         p: Any = self.params
-        self.bound = int(p.reorder_bound_packets)
+        # 0: "auto", resolved per flow from its route (init_qp)
+        self.bound = 0 if p.reorder_bound_packets == "auto" else int(p.reorder_bound_packets)
         self.max_paths = int(p.max_paths)
         self.threshold_bytes = int(p.spray_threshold_bytes)
         self.slack = 1.0 + float(p.rtt_slack)
@@ -234,6 +247,8 @@ class DynamicFlowSpraying(LoadBalancer):
         self.retired_stuck = 0
         self.loss_marks = 0
         self.bdp_packets_max = 0
+        self.bound_min = 0  # smallest and largest B given to a flow
+        self.bound_max = 0
         self.window_capped_flows = 0
         self.path_overlaps = 0
         self.nacks_held = 0
@@ -281,12 +296,28 @@ class DynamicFlowSpraying(LoadBalancer):
     # --- wiring --------------------------------------------------------------------------
     def init_qp(self, qp: QueuePair) -> None:
         qp.lb = self
-        qp.psn_window = self.bound
+        bound = self.bound or self.auto_bound(qp)
+        qp.psn_window = bound
         self.flows += 1
+        self.bound_min = min(self.bound_min, bound) if self.bound_min else bound
+        self.bound_max = max(self.bound_max, bound)
+
+    def auto_bound(self, qp: QueuePair) -> int:
+        """B for ``reorder_bound_packets = "auto"``: the window must not cap a flow on its
+        slowest eligible path, (1 + gamma) x the base RTT (rule 3), so B >= (1 + gamma) x BDP;
+        never below the spec's 64; and at most the selective-repeat bitmap W, which B must
+        not exceed for the no-discard guarantee."""
+        _, base_rtt = self.route_info(qp)
+        bdp_packets = -(-int(qp.line_rate_bps * base_rtt / PS_BITS) // (qp.mtu + HEADER_BYTES))
+        bound = max(AUTO_BOUND_MIN, math.ceil(self.slack * bdp_packets))
+        transport = self.net.transport
+        if transport.recovery == "sr":
+            bound = min(bound, transport.ooo_bitmap_packets)
+        return bound
 
     def on_flow_start(self, qp: QueuePair) -> None:
         paths, base_rtt = self.route_info(qp)
-        state = _FlowState(self.bound, base_rtt)
+        state = _FlowState(qp.psn_window, base_rtt)
         qp.lb_state = state
         bdp_bytes = int(qp.line_rate_bps * base_rtt / PS_BITS)
         threshold = self.threshold_bytes or bdp_bytes
@@ -300,7 +331,7 @@ class DynamicFlowSpraying(LoadBalancer):
             return
         state.sprayed = True
         self.flows_sprayed += 1
-        if self.bound < bdp_packets:
+        if state.bound < bdp_packets:
             self.window_capped_flows += 1
         links = self._links(qp, qp.entropy) if self.path_aware else ()
         state.paths.append(_Path(qp.entropy, base_rtt, *links))
@@ -367,7 +398,7 @@ class DynamicFlowSpraying(LoadBalancer):
         if broken:
             state.bad_links.update(retired.links, retired.ack_links)
             if self.own_loss_detection and not qp.ideal and retired.in_flight:
-                ring, bound = state.ring, self.bound
+                ring, bound = state.ring, state.bound
                 queued = set(qp.retx_queue)
                 lost = [
                     psn
@@ -386,7 +417,7 @@ class DynamicFlowSpraying(LoadBalancer):
         now = self.sim.now
         paths = state.paths
         ring = state.ring
-        slot = psn % self.bound
+        slot = psn % state.bound
         old = ring[slot]  # not None: PSN resent while still outstanding on ``old``
         rtt_min = state.rtt_min
         # The eligible path with the least in_flight / weight (weight = 1 / RTT), i.e. the
@@ -394,7 +425,7 @@ class DynamicFlowSpraying(LoadBalancer):
         # the fastest and it is not suspect (charged with a loss). A retransmission avoids
         # the path that carried the original and, if it can, paths not yet measured or
         # silent for over 2 min RTTs while carrying packets.
-        limit = rtt_min + self.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
+        limit = rtt_min + state.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
         # Silence means death only over the ideal transport, which acknowledges every packet
         # (an RNIC acknowledges nothing behind a hole: see the module doc).
         dead_before = now - self.silence_rtts * rtt_min if qp.ideal else -1
@@ -472,7 +503,7 @@ class DynamicFlowSpraying(LoadBalancer):
 
     def _release(self, state: _FlowState, una: int, sack_psn: int) -> None:
         ring = state.ring
-        bound = self.bound
+        bound = state.bound
         start = state.una
         if una > start:
             if una - start > bound:
@@ -506,7 +537,7 @@ class DynamicFlowSpraying(LoadBalancer):
         state: _FlowState = qp.lb_state
         if not self.own_loss_detection or state is None or not state.sprayed:
             return -1
-        slot = psn % self.bound
+        slot = psn % state.bound
         path = state.ring[slot]
         if path is None:
             return -1
@@ -531,7 +562,7 @@ class DynamicFlowSpraying(LoadBalancer):
         quiet_until = state.last_echo_ps + wait
         now = self.sim.now
         if now >= quiet_until:
-            blocked = qp.snd_nxt >= min(qp.n_packets, qp.snd_una + self.bound)
+            blocked = qp.snd_nxt >= min(qp.n_packets, qp.snd_una + state.bound)
             if blocked and not qp.retx_queue:
                 self.stall_probes += 1
                 qp.resend([qp.snd_una])
@@ -617,6 +648,8 @@ class DynamicFlowSpraying(LoadBalancer):
             **{f"retired_{reason}": n for reason, n in retired.items()},
             "loss_marks": self.loss_marks,
             "bdp_packets": self.bdp_packets_max,
+            "bound_min_packets": self.bound_min,
+            "bound_max_packets": self.bound_max,
             "window_capped_flows": self.window_capped_flows,
             "path_overlaps": self.path_overlaps,
             "nacks_held": self.nacks_held,

@@ -12,6 +12,7 @@ from spraylab.net.host import Host
 from spraylab.net.packet import CONTROL_BYTES, HEADER_BYTES
 from spraylab.net.port import Port
 from spraylab.net.switch import Switch
+from spraylab.transport.qp import NO_WINDOW
 from spraylab.workload.collectives import algbw_bps, busbw_bps
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def flow_table(net: Network, ideal_ps: list[int]) -> pd.DataFrame:
         for name in (
             "flow_id", "src", "dst", "group", "size_bytes", "start_ps", "finish_ps", "fct_ps", "ideal_fct_ps",
             "slowdown", "throughput_bps", "completed", "acked_ps", "packets_sent", "retx_packets", "spurious_retx",
-            "nacks", "cnps", "ooo_arrivals", "max_reorder", "discards", "timeouts", "size_bucket",
+            "nacks", "cnps", "ooo_arrivals", "max_reorder", "psn_window", "discards", "timeouts", "size_bucket",
         )
     }  # fmt: skip
     for qp, ideal in zip(net.qps, ideal_ps):
@@ -74,6 +75,8 @@ def flow_table(net: Network, ideal_ps: list[int]) -> pd.DataFrame:
         rows["cnps"].append(rx.cnps_sent)
         rows["ooo_arrivals"].append(rx.ooo_arrivals)
         rows["max_reorder"].append(rx.max_reorder)
+        # the sender's PSN window (DFS's reorder bound B); 0 = unbounded
+        rows["psn_window"].append(qp.psn_window if qp.psn_window < NO_WINDOW else 0)
         rows["discards"].append(rx.discards)
         rows["timeouts"].append(qp.timeouts)
         rows["size_bucket"].append(size_bucket(qp.spec.size_bytes))

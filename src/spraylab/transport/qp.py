@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from spraylab.workload.flows import FlowSpec
 
 PS_BITS = 8_000_000_000_000  # ps per byte at 1 bit/s
+NO_WINDOW = 1 << 62  # psn_window / window_packets when nothing caps them
 
 
 class QueuePair:
@@ -130,9 +131,9 @@ class QueuePair:
         self.ideal = params.recovery == "ideal"
         self.sack_count = 0  # ideal: the receiver's first arrivals the sender has heard of (SACK)
         self.entropy = net.flow_rng.getrandbits(16)
-        self.psn_window = 1 << 62
+        self.psn_window = NO_WINDOW
         self.window_packets = (
-            max(1, params.window_bytes // (self.mtu + HEADER_BYTES)) if params.window_bytes else 1 << 62
+            max(1, params.window_bytes // (self.mtu + HEADER_BYTES)) if params.window_bytes else NO_WINDOW
         )
         self.lb: Any = None
         self.lb_state: Any = None
