@@ -74,6 +74,10 @@ CASES: dict[str, Case] = {
     ),
     "unknown_topology_kind": Case(edit('kind = "leaf_spine"', 'kind = "torus"'), ("topology.kind", "torus")),
     "bad_lb_parameter": Case(edit('scheme = "ecmp"', 'scheme = "flowlet"\ngap_us = -5'), ("lb.gap_us", "-5")),
+    "lb_parameter_int_or_auto": Case(
+        edit('scheme = "ecmp"', 'scheme = "dfs"\nreorder_bound_packets = 0'),
+        ("lb.reorder_bound_packets = 0: Input should be greater than or equal to 1, or 'auto'",),
+    ),
     "unknown_lb_parameter": Case(
         edit('scheme = "ecmp"', 'scheme = "ecmp"\nbucket_count = 4321'), ("lb.bucket_count", "4321")
     ),
