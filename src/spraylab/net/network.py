@@ -74,6 +74,7 @@ class Network:
         self._pending_deps: dict[int, int] = {}
         self._build()
         lb.setup(self)
+        self._skip_idle_programs()
 
     # --- construction ----------------------------------------------------------------
     def _build(self) -> None:
@@ -95,6 +96,14 @@ class Network:
         for host in self.hosts:
             host.nics = [Nic(sim, host, port) for port in host.ports]
         self._compute_routes()
+
+    def _skip_idle_programs(self) -> None:
+        """Deliver straight to ``Switch.forward`` where the switch runs no ToR program (the
+        scheme has installed its programs by now): one call less per packet-hop."""
+        for port in self.ports:
+            peer = port.peer_owner
+            if isinstance(peer, Switch) and peer.program is None and port.receive_at_peer == peer.receive:
+                port.receive_at_peer = peer.forward
 
     def _make_port(self, cls: type[Port], owner: Any, peer: Any, rate_bps: int, delay_ps: int) -> Port:
         sp = self.switch_params
@@ -291,7 +300,7 @@ class Network:
 
     # --- self-checks -----------------------------------------------------------------
     def packets_in_flight(self) -> int:
-        on_wires = sum(1 for event in self.sim.pending() if isinstance(event[3], Packet))
+        on_wires = sum(1 for event in self.sim.pending() if isinstance(event[2], Packet))
         in_queues = sum(len(p.data_queue) + len(p.ctrl_queue) for p in self.ports if isinstance(p, PfcPort))
         return on_wires + in_queues + self.lb.held_packets()
 
