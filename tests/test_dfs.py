@@ -270,7 +270,8 @@ def test_own_loss_detection_rides_out_a_failure_routing_never_sees() -> None:
     flows = cross_leaf_permutation(fabric, 1, 2_000_000, 2_000_000)
     timeouts = {}
     for mode in ("rnic", "dfs"):
-        sim, net = make_net(fabric, "dfs", {"loss_detection": mode}, seed=1, recovery="sr")
+        # No congestion control: this is about loss recovery, not DCQCN's rate cuts.
+        sim, net = make_net(fabric, "dfs", {"loss_detection": mode}, seed=1, recovery="sr", cc="none")
         net.schedule_link_down(20 * US, "leaf0", "spine0", 10_000 * US)
         assert run_flows(sim, net, flows) == "done"
         assert net.dropped_packets > 100

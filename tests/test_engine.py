@@ -53,6 +53,20 @@ def test_run_until_is_resumable_and_time_advances_to_the_limit() -> None:
     assert hits == [10, 20, 30, 1_000_000]
 
 
+def test_events_scheduled_between_runs_run_before_later_pending_ones() -> None:
+    """A run stopped at its limit has already looked at the next pending event (in a later
+    time bucket); an event scheduled before resuming, earlier than that one, runs first."""
+    sim = Simulator()
+    hits: list[int] = []
+    sim.at(1_000_000_000, hits.append, 2)
+    assert sim.run(until_ps=1_000_000) == "time_limit"
+    sim.at(2_000_000, hits.append, 1)
+    assert sim.run(until_ps=5_000_000) == "time_limit"
+    assert hits == [1] and sim.now == 5_000_000
+    sim.run()
+    assert hits == [1, 2]
+
+
 def test_event_budget_and_stop_are_reported() -> None:
     sim = Simulator()
 

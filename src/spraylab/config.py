@@ -32,6 +32,7 @@ RateBps = Annotated[int, BeforeValidator(parse_rate_bps), Field(gt=0)]
 Bytes = Annotated[int, BeforeValidator(parse_bytes), Field(ge=0)]
 PositiveBytes = Annotated[int, BeforeValidator(parse_bytes), Field(gt=0)]
 TimePs = Annotated[int, BeforeValidator(parse_time_ps), Field(ge=0)]
+PositiveTimePs = Annotated[int, BeforeValidator(parse_time_ps), Field(gt=0)]
 
 
 class Section(BaseModel):
@@ -164,15 +165,18 @@ class SwitchSection(Section):
 
 
 class DcqcnSection(Section):
-    g: float = Field(default=1 / 256, gt=0, le=1)
-    alpha_timer: TimePs = 55_000_000
-    increase_timer: TimePs = 300_000_000
-    byte_counter: PositiveBytes = 10_000_000
-    fast_recovery_rounds: int = Field(default=5, ge=0)
+    """Defaults: ConnectX firmware (see ``spraylab.transport.params.DcqcnParams``)."""
+
+    g: float = Field(default=5 / 1024, gt=0, le=1)
+    alpha_timer: PositiveTimePs = 1_000_000
+    rate_decrease_interval: PositiveTimePs = 4_000_000
+    increase_timer: PositiveTimePs = 300_000_000
+    byte_counter: PositiveBytes = 32767 * 64
+    fast_recovery_rounds: int = Field(default=1, ge=0)
     rate_ai_per_100g: RateBps = 40_000_000
     rate_hai_per_100g: RateBps = 200_000_000
     min_rate: RateBps = 100_000_000
-    cnp_interval: TimePs = 50_000_000
+    cnp_interval: TimePs = 4_000_000
 
 
 class TransportSection(Section):
@@ -182,7 +186,7 @@ class TransportSection(Section):
     ooo_bitmap: int = Field(default=128, ge=1)
     cnp_on_ooo: bool | None = None
     nack_timer: TimePs = 4_000_000
-    rto: Annotated[int, BeforeValidator(parse_time_ps), Field(gt=0)] = 1_000_000_000
+    rto: PositiveTimePs = 1_000_000_000
     ack_every: int = Field(default=1, ge=1)
     window: Bytes = 0
     dcqcn: DcqcnSection = DcqcnSection()
@@ -302,7 +306,7 @@ class CdfWorkload(Section):
     kind: Literal["cdf"]
     cdf: str = "websearch"
     load: float = Field(default=0.5, gt=0, le=1)
-    duration: Annotated[int, BeforeValidator(parse_time_ps), Field(gt=0)] = 1_000_000_000
+    duration: PositiveTimePs = 1_000_000_000
     start: TimePs = 0
 
     @field_validator("cdf")
@@ -390,7 +394,7 @@ Workload = Annotated[
 
 class RunSection(Section):
     seed: int = 1
-    time_limit: Annotated[int, BeforeValidator(parse_time_ps), Field(gt=0)] = 100_000_000_000
+    time_limit: PositiveTimePs = 100_000_000_000
     max_events: int = Field(default=0, ge=0)  # 0 = no budget
     max_wall_s: float = Field(default=0, ge=0)  # 0 = no budget
     stop: Literal["workload", "time"] = "workload"

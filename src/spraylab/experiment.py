@@ -66,6 +66,7 @@ def transport_params(scenario: Scenario) -> TransportParams:
         dcqcn=DcqcnParams(
             g=d.g,
             alpha_timer_ps=d.alpha_timer,
+            rate_decrease_interval_ps=d.rate_decrease_interval,
             increase_timer_ps=d.increase_timer,
             byte_counter_bytes=d.byte_counter,
             fast_recovery_rounds=d.fast_recovery_rounds,

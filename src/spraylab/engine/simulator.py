@@ -148,6 +148,13 @@ class Simulator:
                 if event[0] > limit:
                     self.now = limit
                     reason = "time_limit"
+                    # Put the bucket's rest back: before the run resumes, callers may schedule
+                    # events earlier than it (now = limit), which must not run after it.
+                    self._buckets[self._current_bucket] = current[i:]
+                    heappush(self._bucket_heap, self._current_bucket)
+                    self._current = current = []
+                    self._current_bucket = -1
+                    i = 0
                     break
                 i += 1
                 t, fn, arg = event

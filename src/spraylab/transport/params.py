@@ -10,18 +10,22 @@ CC_MODES = ("dcqcn", "none")
 
 @dataclass(frozen=True, slots=True)
 class DcqcnParams:
-    """DCQCN (Zhu et al., SIGCOMM'15) with the HPCC/ConWeave simulators' defaults; the
-    additive/hyper increase steps scale with line rate (per 100 Gb/s)."""
+    """DCQCN with the ConnectX defaults (NVIDIA "DCQCN parameters": ``dce_tcp_g`` = 1019/1024,
+    ``dce_tcp_rtt`` = 1 us, ``rate_reduce_monitor_period`` = 4 us, ``rpg_time_reset`` = 300 us,
+    ``rpg_byte_reset`` = 32767 x 64 B, ``rpg_threshold`` = 1, ``min_time_between_cnps`` = 4 us).
+    The additive/hyper increase steps scale with line rate (per 100 Gb/s, as the HPCC/ConWeave
+    simulators scale them); ConnectX's absolute 5/50 Mb/s would take seconds to matter at 400G."""
 
-    g: float = 1 / 256
-    alpha_timer_ps: int = 55_000_000
+    g: float = 5 / 1024
+    alpha_timer_ps: int = 1_000_000
+    rate_decrease_interval_ps: int = 4_000_000
     increase_timer_ps: int = 300_000_000
-    byte_counter_bytes: int = 10_000_000  # DCQCN paper; a small counter starves slow flows under PFC
-    fast_recovery_rounds: int = 5
+    byte_counter_bytes: int = 32767 * 64
+    fast_recovery_rounds: int = 1
     rate_ai_bps_per_100g: int = 40_000_000
     rate_hai_bps_per_100g: int = 200_000_000
     min_rate_bps: int = 100_000_000
-    cnp_interval_ps: int = 50_000_000
+    cnp_interval_ps: int = 4_000_000
 
 
 @dataclass(frozen=True, slots=True)
