@@ -704,7 +704,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
     w(
         "Unless a section says otherwise: a **non-blocking two-tier leaf-spine of 128 hosts** (16 leaves x 8 hosts, "
         "8 spines, every link 400 Gb/s, 1 us per hop), shared-buffer lossy switches (64 MB, ECN 100-400 KB per "
-        "100 Gb/s), RoCEv2 RNICs with DCQCN (the simulator's defaults, from the HPCC/ConWeave simulators), 4096 B MTU, "
+        "100 Gb/s), RoCEv2 RNICs with DCQCN (ConnectX's firmware defaults, also the HPCC/ConWeave simulators' timing), 4096 B MTU, "
         "an ACK per packet, RTO 1 ms, out-of-order bitmap 128 packets for selective repeat. Recovery modes: `gbn` = "
         "go-back-N (ConnectX default: discard anything ahead of the expected PSN, NACK), `sr` = selective repeat "
         "(accept into the bitmap, NACK the gap at once), `ideal` = reorder-tolerant SACK transport (the reference "
@@ -1552,17 +1552,22 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         )
     if rec.get(P, "ecmp/gbn"):
         cav.append(
-            "**DCQCN dominates ECMP and every run with a standing queue.** With the simulator's DCQCN (HPCC/ConWeave "
-            f"defaults: rate-increase timer {DCQCN.increase_timer / US:.0f} us, byte counter "
-            f"{fmt_bytes(DCQCN.byte_counter)}, {DCQCN.fast_recovery_rounds} fast-recovery rounds, alpha timer "
-            f"{DCQCN.alpha_timer / US:.0f} us, g = 1/{1 / DCQCN.g:.0f}) "
-            "a flow that collects a few CNPs stays at a fraction of line rate for milliseconds. `ecmp/gbn` on the "
-            f"permutation loses no packet and retransmits nothing yet takes {fmt_us(rec.s(P, 'ecmp/gbn', 'completion_ps'))} us "
+            "**DCQCN decides ECMP's numbers.** DCQCN runs with ConnectX's firmware defaults (alpha updated every "
+            f"{DCQCN.alpha_timer / US:.0f} us with g = {DCQCN.g * 1024:.0f}/1024, at most one cut per "
+            f"{DCQCN.rate_decrease_interval / US:.0f} us, the target rate kept through one congestion episode, "
+            f"{DCQCN.fast_recovery_rounds} fast-recovery step, increase timer {DCQCN.increase_timer / US:.0f} us, "
+            f"byte counter {fmt_bytes(DCQCN.byte_counter)}; CNPs at most every {DCQCN.cnp_interval / US:.0f} us per "
+            "flow; `tests/test_dcqcn.py`). A collided uplink's queue keeps marking while it drains, so each of its "
+            "flows is cut every few us until the queue is empty, and climbs back only on the increase timer and "
+            "the byte counter. `ecmp/gbn` on the permutation loses no packet and retransmits nothing yet takes "
+            f"{fmt_us(rec.s(P, 'ecmp/gbn', 'completion_ps'))} us "
             f"({fmt_int(rec.s(P, 'ecmp/gbn', 'cnps'))} CNPs; {fmt_us(min(r['summary']['completion_ps'] for r in rec.seeds(P, 'ecmp/gbn')))}"
-            f"-{fmt_us(max(r['summary']['completion_ps'] for r in rec.seeds(P, 'ecmp/gbn')))} us over three seeds), "
-            "far longer than sharing an uplink with one or two other flows would take. Absolute ECMP numbers (and the spraying "
-            "schemes' numbers with the degraded link) depend on these DCQCN parameters; the ordering of schemes "
-            "on the symmetric loss-free runs does not."
+            f"-{fmt_us(max(r['summary']['completion_ps'] for r in rec.seeds(P, 'ecmp/gbn')))} us over three seeds). "
+            "Absolute ECMP numbers (and the spraying schemes' numbers with the degraded link) depend on these DCQCN "
+            "parameters (`[transport.dcqcn]` in a scenario changes them); the ordering of schemes on the symmetric "
+            "loss-free runs does not. Pages rendered before the ConnectX timing (commit 877af18 and earlier: alpha "
+            "per 55 us, five fast-recovery rounds, 10 MB byte counter, the target reset at every cut, CNPs 50 us "
+            "apart) kept cut flows slow for milliseconds and are not comparable."
         )
     if rec.get(A, "rps/gbn"):
         cav.append(

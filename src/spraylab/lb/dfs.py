@@ -114,6 +114,11 @@ PATH_DRAWS = 32  # random entropies tried for a path-aware new path
 AUTO_BOUND_MIN = 64  # the spec's default B, kept as the floor of "auto"
 
 
+def _bdp_packets(qp: QueuePair, base_rtt_ps: float) -> int:
+    """One bandwidth-delay product at the flow's line rate, in (whole) data packets."""
+    return -(-int(qp.line_rate_bps * base_rtt_ps / PS_BITS) // (qp.mtu + HEADER_BYTES))
+
+
 class DfsParams(LbParams):
     reorder_bound_packets: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
         "auto",
@@ -307,9 +312,7 @@ class DynamicFlowSpraying(LoadBalancer):
         slowest eligible path, (1 + gamma) x the base RTT (rule 3), so B >= (1 + gamma) x BDP;
         never below the spec's 64; and at most the selective-repeat bitmap W, which B must
         not exceed for the no-discard guarantee."""
-        _, base_rtt = self.route_info(qp)
-        bdp_packets = -(-int(qp.line_rate_bps * base_rtt / PS_BITS) // (qp.mtu + HEADER_BYTES))
-        bound = max(AUTO_BOUND_MIN, math.ceil(self.slack * bdp_packets))
+        bound = max(AUTO_BOUND_MIN, math.ceil(self.slack * _bdp_packets(qp, self.route_info(qp)[1])))
         transport = self.net.transport
         if transport.recovery == "sr":
             bound = min(bound, transport.ooo_bitmap_packets)
@@ -319,11 +322,10 @@ class DynamicFlowSpraying(LoadBalancer):
         paths, base_rtt = self.route_info(qp)
         state = _FlowState(qp.psn_window, base_rtt)
         qp.lb_state = state
-        bdp_bytes = int(qp.line_rate_bps * base_rtt / PS_BITS)
-        threshold = self.threshold_bytes or bdp_bytes
+        threshold = self.threshold_bytes or int(qp.line_rate_bps * base_rtt / PS_BITS)
         # The B-packet window caps a flow at B packets per RTT: below one BDP it cannot reach
         # line rate even on an idle fabric. Counted so results show when B is the limit.
-        bdp_packets = -(-bdp_bytes // (qp.mtu + HEADER_BYTES))
+        bdp_packets = _bdp_packets(qp, base_rtt)
         self.bdp_packets_max = max(self.bdp_packets_max, bdp_packets)
         remaining = (qp.n_packets - qp.snd_una) * qp.mtu
         k = min(self.max_paths, paths)
