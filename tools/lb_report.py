@@ -1,8 +1,8 @@
 """Regenerate docs/results.md: the evidence for "Spraying over commodity RNICs".
 
-    .venv/bin/python tools/lb_report.py            # the report (~25-35 min on 2 cores), writes docs/results.md
+    .venv/bin/python tools/lb_report.py            # the report (~15 min on 2 cores), writes docs/results.md
     .venv/bin/python tools/lb_report.py --full     # also the full-scale all-to-all (128 hosts x 8 MB per
-                                                   # pair, ~20 min per run per core: about 1 h more on 2 cores)
+                                                   # pair, ~10 min per run per core: about 30 min more on 2 cores)
     .venv/bin/python tools/lb_report.py --quick    # every study on a 16-host fabric with small flows: checks the tool
 
 Every number in the page comes from ``spraylab.run`` on the scenario files in ``scenarios/lb/``,
@@ -537,7 +537,19 @@ def seeds_table(rec: Records, stem: str, labels: list[str], ref: str = "rps/idea
 
 
 # Why a claim fails, for the verdicts that can (each is measured in the section it names).
+_IDEAL_TAIL = (
+    "over the ideal transport a loss costs one RTT, so avoiding the dead link is worth little; completion "
+    "is set by the flow DCQCN cuts deepest, which then waits for the 300 us increase timer. REPS and adaptive "
+    "routing, concentrating flows on recycled entropies or on locally short queues, have such a flow on "
+    "nearly every seed, rps escapes it on some (per-seed table and CNP counts in section 5)"
+)
 WHY_NOT_MET = {
+    "1 (all-to-all 8 MB/pair)": (
+        "at 8 MB per pair the all-to-all is DCQCN-bound (even rps/ideal collects tens of CNPs per flow, a few "
+        "at 1 MB per pair): flows cut to a fraction of line rate space their packets apart and spraying "
+        "reorders less, so go-back-N loses less than half of the goodput; at 1 MB per pair and on the "
+        "permutation it loses most (section 1)"
+    ),
     "5 (degraded_spine, reps/sr)": (
         "a selective-repeat RNIC ACKs only hole fillers, the packets on the slowest path, so REPS recycles "
         "the slow entropies; without that rule it behaves like rps (section 5)"
@@ -545,22 +557,19 @@ WHY_NOT_MET = {
     "5 (spine_link_failure, reps/sr)": "as with the degraded link: REPS recycles the slowest paths on sr (section 5)",
     "5 (degraded_spine, adaptive/sr)": (
         "switch-local queues cannot see the remote spine0 -> leaf0 downlink; DCQCN cuts the flows crossing it "
-        "for milliseconds under every oblivious scheme (section 5)"
+        "under every oblivious scheme (section 5)"
+    ),
+    "5 (degraded_spine, adaptive/ideal)": (
+        "a tie with spray_rr: switch-local queues cannot see the remote spine0 -> leaf0 downlink (section 5)"
     ),
     "5 (spine_link_failure, adaptive/sr)": (
         "completion is set by RTOs of flows that lost packets on the dead link before reconvergence, which "
-        "local queues do not predict; adaptive ties rps within the seed spread (section 5)"
+        "local queues do not predict (section 5)"
     ),
-    "5 (spine_link_failure, reps/ideal)": (
-        "a tie (1.01x): routing removes the dead link after 50 us and the ideal transport repairs each loss "
-        "one RTT after sending it, so spraying blindly costs rps almost nothing to win back (section 5)"
-    ),
-    "5 (spine_link_failure, adaptive/ideal)": (
-        "once routing has reconverged the fabric is symmetric, and there adaptive routing trails random "
-        "spraying (also on the symmetric permutation: `spraylab compare scenarios/lb/permutation_128.toml "
-        "--lb adaptive/ideal,rps/ideal`): evening out each leaf's uplink queues does not even out the spine "
-        "downlinks (section 5)"
-    ),
+    "5 (spine_link_failure, reps/ideal)": _IDEAL_TAIL,
+    "5 (spine_link_failure_slow, reps/ideal)": _IDEAL_TAIL,
+    "5 (spine_link_failure, adaptive/ideal)": _IDEAL_TAIL,
+    "5 (spine_link_failure_slow, adaptive/ideal)": _IDEAL_TAIL,
     "5 (spine_link_failure_slow, adaptive/sr)": (
         "leaf0 avoids its own dead uplink, but the other leaves, choosing by their own queues, keep sending "
         "leaf0-bound packets to spine0, whose only way to leaf0 is the dead link (section 5)"
@@ -597,7 +606,7 @@ def claim5_prose(rec: Records, stem: str) -> str:
     worst_reorder = max(v(lab, "max_reorder") or 0 for lab in oblivious)
     timeouts = [v(lab, "timeouts") or 0 for lab in oblivious]
     reps_note = (
-        f"REPS does not survive selective-repeat RNICs (`reps/sr` {c('reps/sr')} us, "
+        f"REPS is held back on selective-repeat RNICs (`reps/sr` {c('reps/sr')} us, "
         f"{fmt_int(v('reps/sr', 'timeouts'))} timeouts): such an RNIC ACKs only packets that advance its expected "
         f"PSN, so the one ACK a reordered burst gets is for the hole filler, the packet every later one overtook, "
         f"i.e. the packet on the *slowest* path, and REPS recycles exactly that entropy (the paper assumes a "
@@ -625,7 +634,11 @@ def claim5_prose(rec: Records, stem: str) -> str:
             f"traffic to spine0 while ECMP waits the 10 ms for routing: `wcmp/sr` {m('wcmp/sr')} us vs `ecmp/sr` "
             f"{m('ecmp/sr')} us; a controller that reweights only 1 ms after the failure (`{WCMP_SLOW}`) takes "
             f"{c(WCMP_SLOW)} us on seed 1 (`ecmp/sr` {c('ecmp/sr')} us). Over the ideal transport, which repairs each loss one RTT after sending it, the "
-            f"dead link costs little: `rps/ideal` {c('rps/ideal')} us, `reps/ideal` {c('reps/ideal')} us.\n"
+            f"dead link costs little: `rps/ideal` {c('rps/ideal')} us, `reps/ideal` {c('reps/ideal')} us, "
+            f"`adaptive/ideal` {c('adaptive/ideal')} us. There, avoiding the dead link is worth less than "
+            f"spreading: REPS's few recycled entropies and adaptive routing's local choices concentrate flows and "
+            f"draw more ECN marks ({fmt_int(v('reps/ideal', 'cnps'))} and {fmt_int(v('adaptive/ideal', 'cnps'))} "
+            f"CNPs against {fmt_int(v('rps/ideal', 'cnps'))} for `rps/ideal`), which DCQCN turns into cuts.\n"
         )
     if stem == "degraded_spine":
         return (
@@ -636,8 +649,8 @@ def claim5_prose(rec: Records, stem: str) -> str:
             f"a standing queue there: packets on that path arrive hundreds of positions late (max reorder up to "
             f"{fmt_int(worst_reorder)} packets, {worst_reorder / 128:.0f}x the 128-packet bitmap), the RNIC discards "
             f"what lands beyond its bitmap and the flows stall for the 1 ms RTO ({min(timeouts)}-{max(timeouts)} "
-            f"timeouts per run); the queue also marks ECN and DCQCN cuts every flow that sprays over it to a few "
-            f"Gb/s for milliseconds ({fmt_int(v('rps/ideal', 'cnps'))} CNPs under `rps/ideal`, which is as slow: "
+            f"timeouts per run); the queue also marks ECN and DCQCN cuts every flow that sprays over it "
+            f"({fmt_int(v('rps/ideal', 'cnps'))} CNPs under `rps/ideal`, which is as slow: "
             f"{c('rps/ideal')} us). The link keeps the ECN thresholds configured for its nominal 400 Gb/s (switch "
             f"profiles are set in bytes; they do not follow a lane failure), so the first mark needs a 400 KB queue, "
             f"~32 us at 100 Gb/s, more than the bitmap's worth of reordering. Schemes that steer away on echoed "
@@ -667,7 +680,9 @@ def claim5_prose(rec: Records, stem: str) -> str:
         f"({min(timeouts)}-{max(timeouts)} timeouts per run). {reps_note} With the `ideal` transport, which "
         f"repairs every loss about one RTT after sending it, the same schemes take {c('rps/ideal')} us "
         f"(`rps/ideal`), {c('reps/ideal')} us (`reps/ideal`), {c('adaptive/ideal')} us (`adaptive/ideal`) and "
-        f"{c('dfs/ideal')} us (`dfs/ideal`): the failure itself costs little; RTOs on the RNICs cost the rest. "
+        f"{c('dfs/ideal')} us (`dfs/ideal`): the failure itself costs little; RTOs on the RNICs cost the rest "
+        f"(CNPs: {fmt_int(v('rps/ideal', 'cnps'))} `rps/ideal`, {fmt_int(v('reps/ideal', 'cnps'))} `reps/ideal`, "
+        f"{fmt_int(v('adaptive/ideal', 'cnps'))} `adaptive/ideal`). "
         f"`ecmp/sr` and `wcmp/sr` (five-seed means {m('ecmp/sr')} and {m('wcmp/sr')} us) are bound by hash "
         f"collisions and DCQCN: 50 us after the failure routing removes spine0 for leaf0 and the fabric is "
         f"symmetric again, so WCMP's equal weights make the same choices as ECMP; it only avoids the dead link "
@@ -690,7 +705,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         "<!-- Generated by tools/lb_report.py from scenarios/lb/*.toml. Do not edit by hand. -->\n"
         "Regenerate (every table, verdict and number on this page):\n\n"
         "```bash\n.venv/bin/python tools/lb_report.py            # the report below\n"
-        ".venv/bin/python tools/lb_report.py --full     # + full-scale all-to-all (128 hosts x 8 MB per pair), ~1.5 h more on 2 cores\n```\n"
+        ".venv/bin/python tools/lb_report.py --full     # + full-scale all-to-all (128 hosts x 8 MB per pair), ~30 min more on 2 cores\n```\n"
     )
     total_min = sum(r["wall_s"] for r in rec.records.values()) / 60
     w(
@@ -761,7 +776,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         walls = ", ".join(f"`{lab}` {r['wall_s'] / 60:.0f} min" for lab, r in zip(ESSENTIAL, small))
         a2a_note += (
             f"At 1 MB per pair the six essential variants took {walls} of run time in this report run; 8 MB per "
-            f"pair is 8x the packets (and `rps/gbn` resends most of them), more than the report's budget on 2 "
+            f"pair is 8x the packets, more than the report's budget on 2 "
             f"cores. "
         )
     full_runs = [(lab, rec.get(F, lab)) for lab in ESSENTIAL if rec.get(F, lab) is not None]
@@ -847,9 +862,9 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"Hash collisions put two or more 8 MB flows on one uplink (uplink imbalance, max/mean bytes over a "
             f"switch's uplinks: {rec.s(P, 'ecmp/gbn', 'uplink_imbalance_max'):.2f} vs "
             f"{rec.s(P, 'rps/ideal', 'uplink_imbalance_max'):.2f} for `rps/ideal`), the queue crosses the ECN threshold, and "
-            f"DCQCN cuts the colliding flows' rates; with the simulator's DCQCN recovery (rate-increase timer "
-            f"{DCQCN.increase_timer / US:.0f} us, byte counter {fmt_bytes(DCQCN.byte_counter)}) a cut flow stays slow for most of its remaining 8 MB, long after the collision "
-            f"is gone. Its median FCT ({fmt_us(rec.s(P, 'ecmp/gbn', 'fct_p50_ps'))} us) and per-receiver goodput "
+            f"DCQCN cuts the colliding flows' rates: the queue keeps marking while it drains, so its flows are cut "
+            f"every few us until it is empty and climb back only on the {DCQCN.increase_timer / US:.0f} us increase "
+            f"timer and the {fmt_bytes(DCQCN.byte_counter)} byte counter (see Caveats on DCQCN). Its median FCT ({fmt_us(rec.s(P, 'ecmp/gbn', 'fct_p50_ps'))} us) and per-receiver goodput "
             f"({fmt_gbps(g['ecmp/gbn'])} Gb/s) are better than its completion time suggests: ECMP's cost is the "
             f"tail of unlucky flows, spraying-over-GBN's cost is spread over every flow.\n"
         )
@@ -887,9 +902,15 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
                 f"{fmt_us(rec.s(F, 'ecmp/gbn', 'completion_ps'))} us. Even `rps/ideal` is "
                 f"{fmt_x(rec.s(F, 'rps/ideal', 'completion_ps') / (127 * 8e6 * 8 / 400e9 * 1e12))} of the line-rate "
                 f"bound at this size ({fmt_int(rec.s(F, 'rps/ideal', 'cnps'))} CNPs, "
-                f"{fmt_int(rec.s(F, 'rps/ideal', 'drops'))} drops): a host whose lanes wait on busy receivers "
-                f"sends its remaining flows faster, a receiver can then get more than line rate, and DCQCN keeps a "
-                f"cut flow slow for milliseconds, long enough to matter for 8 MB messages (see Caveats on DCQCN).\n"
+                f"{fmt_int(rec.s(F, 'rps/ideal', 'drops'))} drops, against "
+                f"{fmt_int(rec.s(A, 'rps/ideal', 'cnps'))} at 1 MB per pair): a host whose lanes wait on busy "
+                f"receivers sends its remaining flows faster, a receiver can then get more than line rate, and "
+                f"DCQCN cuts the flows it marks (see Caveats on DCQCN). Flows at a fraction of line rate space "
+                f"their packets further apart than the spines' queueing-delay differences, so spraying reorders "
+                f"less: go-back-N loses {fmt_pct(1 - rec.s(F, 'rps/gbn', 'goodput_bps') / rec.s(F, 'rps/ideal', 'goodput_bps'))} "
+                f"of `rps/ideal`'s goodput here, "
+                f"{fmt_pct(1 - rec.s(A, 'rps/gbn', 'goodput_bps') / rec.s(A, 'rps/ideal', 'goodput_bps'))} at "
+                f"1 MB per pair.\n"
             )
 
     # ---------------------------------------------------------------- claim 2
@@ -1124,7 +1145,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"{fmt_int(rec.s(L1, 'tor_assist[mode=reorder]/gbn', 'lb.tor_path_lost_packets'))} lost data packets at "
             f"1%, seed 1), and each out-of-order arrival that follows a loss makes the NIC send a CNP (ConnectX "
             f"behaviour, kept: the ToR lets the NIC react to real losses normally), so a flow that loses several "
-            f"packets is cut by DCQCN for milliseconds. Which flow is unlucky changes with the seed, so the bound "
+            f"packets is cut by DCQCN again and again. Which flow is unlucky changes with the seed, so the bound "
             f"is checked on three seeds. The `ideal` transport repairs each loss one base RTT after the lost "
             f"packet was sent (an idealised trimming NACK, see Caveats): "
             f"{fmt_us(rec.s(L0, 'rps/ideal', 'completion_ps'))} / {fmt_us(rec.s(L1, 'rps/ideal', 'completion_ps'))} us "
@@ -1512,18 +1533,23 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             "in a flow's packets. spraylab's LetFlow keys the two directions of a flow apart (data at the "
             "sender's ToR, ACK/NACK/CNP at the receiver's ToR), so one flowlet per flow and direction is the "
             "minimum. An RDMA NIC paces a queue pair's packets back to back at its DCQCN rate: at 400 Gb/s a "
-            "4 KB packet leaves every ~82 ns, and even a flow cut to 1 Gb/s sends one every ~33 us, still under "
-            "50 us. So a flow that never stalls stays one flowlet from first to last packet: "
-            f"{fmt_int(fl[0][1]['summary'].get('lb.flowlets'))} flowlets for {fmt_int(fl[0][1]['flows'])} flows on "
-            "the symmetric permutation and "
-            f"{fmt_int(fl[1][1]['summary'].get('lb.flowlets'))} with the degraded link, exactly one per flow and "
-            "direction: not one flowlet switch. Flowlet switching degenerates to ECMP with a random (instead of "
-            "hashed) first choice and cannot move a flow off a collided or degraded uplink; its completion "
-            "differs from `ecmp/sr` only by the draw of collisions (three-seed means below). The exception "
-            f"proves the rule: with the failing link, flows stall for the RTO (1 ms > 50 us; "
+            "4 KB packet (4,160 B on the wire) leaves every ~83 ns, and a 50 us gap needs a rate below "
+            f"{4160 * 8 / 50e-6 / 1e9:.2f} Gb/s, or a stall. DCQCN provides the first: a collided queue keeps "
+            "marking while it drains and its flows are cut every few us, down to a fraction of a Gb/s, and at "
+            "that rate the next packet opens a new flowlet on a random uplink. So flowlets appear where "
+            f"collisions are: {fmt_int(fl[0][1]['summary'].get('lb.flowlets'))} flowlets for "
+            f"{fmt_int(fl[0][1]['flows'])} flows on the symmetric permutation "
+            f"({(fl[0][1]['summary'].get('lb.flowlets') or 0) / (2 * fl[0][1]['flows']):.2f} per flow and "
+            "direction), and they move collided flows: uplink imbalance "
+            f"{fl[0][1]['summary'].get('uplink_imbalance_max', 0):.2f} against "
+            f"{rec.s(P, 'ecmp/sr', 'uplink_imbalance_max') or 0:.2f} for ECMP, three-seed mean completion "
+            f"{fmt_us(rec.mean(P, 'flowlet/sr', 'completion_ps'))} us against "
+            f"{fmt_us(rec.mean(P, 'ecmp/sr', 'completion_ps'))} us. It is a slow cure: a flow moves only after "
+            "DCQCN has cut it nearly to nothing, and it moves to a random uplink, not one known to be idle, so "
+            f"`flowlet/sr` stays at {fmt_x(ratio(rec.mean(P, 'flowlet/sr', 'completion_ps'), rec.mean(P, 'rps/ideal', 'completion_ps')))} "
+            "of `rps/ideal`. With the failing link flows also stall for the RTO (1 ms > 50 us; "
             f"{fmt_int(fl[2][1]['summary'].get('timeouts'))} timeouts) or are rerouted at convergence, and each "
-            f"stall starts a new flowlet ({fmt_int(fl[2][1]['summary'].get('lb.flowlets'))} flowlets), which is "
-            "why `flowlet/sr` recovers from the failure faster than `ecmp/sr`.\n"
+            f"stall starts a new flowlet ({fmt_int(fl[2][1]['summary'].get('lb.flowlets'))} flowlets).\n"
         )
     w("Three-seed completion on the symmetric permutation (the variants run with three seeds):\n")
     w(
@@ -1565,7 +1591,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"-{fmt_us(max(r['summary']['completion_ps'] for r in rec.seeds(P, 'ecmp/gbn')))} us over three seeds). "
             "Absolute ECMP numbers (and the spraying schemes' numbers with the degraded link) depend on these DCQCN "
             "parameters (`[transport.dcqcn]` in a scenario changes them); the ordering of schemes on the symmetric "
-            "loss-free runs does not. Pages rendered before the ConnectX timing (commit 877af18 and earlier: alpha "
+            "permutation is the same under this DCQCN model and the older one below. Pages rendered before the ConnectX timing (commit 877af18 and earlier: alpha "
             "per 55 us, five fast-recovery rounds, 10 MB byte counter, the target reset at every cut, CNPs 50 us "
             "apart) kept cut flows slow for milliseconds and are not comparable."
         )
