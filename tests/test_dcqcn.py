@@ -67,24 +67,31 @@ def test_cnps_within_one_decrease_period_cut_once_and_raise_alpha() -> None:
     assert cc.rt == LINE  # back-to-back cuts of one episode keep the first target
 
 
-def test_fast_recovery_halves_the_gap_to_the_target_on_the_timer() -> None:
+def test_fast_recovery_then_additive_increase_on_the_timer() -> None:
     qp, cc = make()
     cnp_at(qp, cc, 0)
     qp.sim.run(until_ps=5 * US)
     cut = cc.rc
-    qp.sim.run(until_ps=4 * US + P.increase_timer_ps + 1)
+    first_timer = 4 * US + P.increase_timer_ps
+    qp.sim.run(until_ps=first_timer + 1)
     # One fast-recovery event (rpg_threshold = 1): rc = (rt + rc) / 2, target unchanged.
-    assert qp.rates[-1] == (4 * US + P.increase_timer_ps, pytest.approx((LINE + cut) / 2))
+    assert qp.rates[-1] == (first_timer, pytest.approx((LINE + cut) / 2))
     assert cc.rt == LINE
-    qp.sim.run(until_ps=4 * US + 2 * P.increase_timer_ps + 1)
-    # Then additive increase: the target grows by R_AI (per 100G, scaled to the line rate).
-    ai = P.rate_ai_bps_per_100g * 4
-    assert cc.rt == min(LINE, LINE + ai)
     # A cut after a timer increase takes the current rate as the new target.
     before = cc.rc
     cnp_at(qp, cc, qp.sim.now / US + 1)
     qp.sim.run(until_ps=qp.sim.now + 10 * US)
     assert cc.rt == pytest.approx(before)
+    cut_at, cut = qp.rates[-1]
+    # From there: fast recovery at the first timer event, additive increase (R_AI per 100G,
+    # scaled to the line rate) at the second.
+    qp.sim.run(until_ps=cut_at + 2 * P.increase_timer_ps + 1)
+    (t1, r1), (t2, r2) = qp.rates[-2:]
+    assert (t1, t2) == (cut_at + P.increase_timer_ps, cut_at + 2 * P.increase_timer_ps)
+    assert r1 == pytest.approx((before + cut) / 2)
+    ai = P.rate_ai_bps_per_100g * 4
+    assert cc.rt == pytest.approx(before + ai)
+    assert r2 == pytest.approx((before + ai + r1) / 2)
 
 
 def test_byte_counter_triggers_increases_between_timer_events() -> None:
@@ -99,7 +106,7 @@ def test_byte_counter_triggers_increases_between_timer_events() -> None:
     assert cc.rc == pytest.approx((LINE + cut) / 2)
 
 
-def test_no_cut_after_the_sender_is_done_and_none_at_line_rate_increase() -> None:
+def test_no_cut_after_the_sender_is_done() -> None:
     qp, cc = make()
     cnp_at(qp, cc, 0)
     qp.sender_done = True
