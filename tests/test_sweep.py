@@ -392,3 +392,14 @@ def test_a_run_that_raises_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> 
     page = report.html.read_text()
     assert "<h2>Failed runs</h2>" in page and page.count("no such link") == 2
     assert report.tables[1].n == {"ecmp": 0, "rps": 0} and report.tables[1].failed == {"ecmp": 1, "rps": 1}
+
+
+@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "scenarios" / "sweeps").glob("*.toml")), ids=lambda p: p.stem)
+def test_shipped_sweep_files_validate(path: Path) -> None:
+    """Every sweep file in scenarios/sweeps/ loads and every point is a valid scenario (build_points
+    validates each one), so the commands in their headers run."""
+    sweep = Sweep.load(path)
+    n = 1
+    for values in sweep.axes.values():
+        n *= len(values)
+    assert len(sweep.points) == n > 1
