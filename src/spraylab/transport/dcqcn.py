@@ -50,7 +50,6 @@ class Dcqcn:
         "timer_rounds",
         "byte_rounds",
         "timer_gen",
-        "cnps",
         "cuts",
         "_timer_cb",
         "_decrease_cb",
@@ -73,7 +72,6 @@ class Dcqcn:
         self.timer_rounds = 0
         self.byte_rounds = 0
         self.timer_gen = 0
-        self.cnps = 0
         self.cuts = 0
         self._timer_cb = self._on_timer
         self._decrease_cb = self._on_decrease_tick
@@ -94,7 +92,6 @@ class Dcqcn:
 
     # --- decrease ----------------------------------------------------------------------
     def on_cnp(self, now: int) -> None:
-        self.cnps += 1
         if self.alpha_epoch_ps < 0:
             # The first CNP starts alpha (at 1) and the periodic timers; it is not itself
             # counted as a CNP of the first alpha period.
