@@ -26,6 +26,8 @@ from pydantic import (
     model_validator,
 )
 
+from spraylab.net.network import SwitchParams
+from spraylab.transport.params import DcqcnParams
 from spraylab.units import parse_bytes, parse_rate_bps, parse_time_ps
 
 RateBps = Annotated[int, BeforeValidator(parse_rate_bps), Field(gt=0)]
@@ -140,6 +142,9 @@ def _default_topology_kind(value: Any) -> Any:
 
 # --- switch, transport ------------------------------------------------------------------
 
+_SWITCH = SwitchParams()
+_DCQCN = DcqcnParams()
+
 
 class SwitchSection(Section):
     buffer: PositiveBytes = 64_000_000
@@ -148,9 +153,10 @@ class SwitchSection(Section):
     pfc_xoff: Bytes = 0
     pfc_xon: Bytes = 0
     ecn: bool = True
-    ecn_kmin_per_100g: PositiveBytes = 100_000
-    ecn_kmax_per_100g: PositiveBytes = 400_000
-    ecn_pmax: float = Field(default=0.2, ge=0, le=1)
+    ecn_kmin_per_100g: PositiveBytes = _SWITCH.ecn_kmin_bytes_per_100g
+    ecn_kmax_per_100g: PositiveBytes = _SWITCH.ecn_kmax_bytes_per_100g
+    ecn_pmax: float = Field(default=_SWITCH.ecn_pmax, ge=0, le=1)
+    ecn_mark_at: Literal["dequeue", "enqueue"] = _SWITCH.ecn_mark_at
 
     @model_validator(mode="after")
     def _thresholds(self) -> SwitchSection:
@@ -165,18 +171,18 @@ class SwitchSection(Section):
 
 
 class DcqcnSection(Section):
-    """Defaults: ConnectX firmware (see ``spraylab.transport.params.DcqcnParams``)."""
+    """Defaults: ``spraylab.transport.params.DcqcnParams`` (ConnectX firmware, with sources)."""
 
-    g: float = Field(default=5 / 1024, gt=0, le=1)
-    alpha_timer: PositiveTimePs = 1_000_000
-    rate_decrease_interval: PositiveTimePs = 4_000_000
-    increase_timer: PositiveTimePs = 300_000_000
-    byte_counter: PositiveBytes = 32767 * 64
-    fast_recovery_rounds: int = Field(default=1, ge=0)
-    rate_ai_per_100g: RateBps = 40_000_000
-    rate_hai_per_100g: RateBps = 200_000_000
-    min_rate: RateBps = 100_000_000
-    cnp_interval: TimePs = 4_000_000
+    g: float = Field(default=_DCQCN.g, gt=0, le=1)
+    alpha_timer: PositiveTimePs = _DCQCN.alpha_timer_ps
+    rate_decrease_interval: PositiveTimePs = _DCQCN.rate_decrease_interval_ps
+    increase_timer: PositiveTimePs = _DCQCN.increase_timer_ps
+    byte_counter: PositiveBytes = _DCQCN.byte_counter_bytes
+    fast_recovery_rounds: int = Field(default=_DCQCN.fast_recovery_rounds, ge=0)
+    rate_ai_per_100g: RateBps = _DCQCN.rate_ai_bps_per_100g
+    rate_hai_per_100g: RateBps = _DCQCN.rate_hai_bps_per_100g
+    min_rate: RateBps = _DCQCN.min_rate_bps
+    cnp_interval: TimePs = _DCQCN.cnp_interval_ps
 
 
 class TransportSection(Section):

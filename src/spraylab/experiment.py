@@ -90,6 +90,7 @@ def switch_params(scenario: Scenario) -> SwitchParams:
         ecn_kmin_bytes_per_100g=s.ecn_kmin_per_100g,
         ecn_kmax_bytes_per_100g=s.ecn_kmax_per_100g,
         ecn_pmax=s.ecn_pmax,
+        ecn_mark_at=s.ecn_mark_at,
     )
 
 

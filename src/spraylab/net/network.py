@@ -32,9 +32,13 @@ class SwitchParams:
     pfc_xoff_bytes: int = 0  # 0: derived from the buffer and port count
     pfc_xon_bytes: int = 0
     ecn: bool = True
-    ecn_kmin_bytes_per_100g: int = 100_000
-    ecn_kmax_bytes_per_100g: int = 400_000
+    # RED profile per 100 Gb/s of port rate: the HPCC ns-3 model's KMIN_MAP / KMAX_MAP /
+    # PMAX_MAP (400 KB, 1600 KB, 0.2 at 100 Gb/s). Sampled at dequeue, as that model and
+    # htsim do (see ``EcnConfig``; docs/congestion-control.md has the measurements).
+    ecn_kmin_bytes_per_100g: int = 400_000
+    ecn_kmax_bytes_per_100g: int = 1_600_000
     ecn_pmax: float = 0.2
+    ecn_mark_at: str = "dequeue"
 
 
 class Network:
@@ -111,7 +115,12 @@ class Network:
         ecn = None
         if is_switch and sp.ecn:
             scale = rate_bps / 100e9
-            ecn = EcnConfig(int(sp.ecn_kmin_bytes_per_100g * scale), int(sp.ecn_kmax_bytes_per_100g * scale), sp.ecn_pmax)
+            ecn = EcnConfig(
+                int(sp.ecn_kmin_bytes_per_100g * scale),
+                int(sp.ecn_kmax_bytes_per_100g * scale),
+                sp.ecn_pmax,
+                mark_at=sp.ecn_mark_at,
+            )
         port = cls(self.sim, f"{owner.name}->{peer.name}", owner, rate_bps, delay_ps, ecn, self.port_rng)
         owner.ports.append(port)
         if is_switch:

@@ -31,17 +31,31 @@ def ps_per_byte(rate_bps: int) -> float:
     return int(value) if value == int(value) else value
 
 
+ECN_MARK_POINTS = ("dequeue", "enqueue")
+
+
 class EcnConfig:
     """RED marking on the instantaneous queue: probability 0 below ``kmin``, rising linearly
-    to ``pmax`` at ``kmax``, 1 above."""
+    to ``pmax`` at ``kmax``, 1 above.
 
-    __slots__ = ("kmin_bytes", "kmax_bytes", "pmax", "enabled")
+    ``mark_at`` is where the queue is sampled. ``"dequeue"`` (the default) judges a packet by
+    the queue behind it when it starts transmission, as switch ASICs do and as the HPCC ns-3
+    model and htsim do: congestion news is then one queueing delay fresher, and marks stop as
+    soon as the queue drains below ``kmin``. ``"enqueue"`` judges it by the queue it joins,
+    which keeps marking a draining start-up queue for a whole queueing delay."""
 
-    def __init__(self, kmin_bytes: int, kmax_bytes: int, pmax: float, enabled: bool = True) -> None:
+    __slots__ = ("kmin_bytes", "kmax_bytes", "pmax", "enabled", "mark_at")
+
+    def __init__(
+        self, kmin_bytes: int, kmax_bytes: int, pmax: float, enabled: bool = True, mark_at: str = "dequeue"
+    ) -> None:
+        if mark_at not in ECN_MARK_POINTS:
+            raise ValueError(f"switch.ecn_mark_at = {mark_at!r}: allowed {', '.join(ECN_MARK_POINTS)}")
         self.kmin_bytes = kmin_bytes
         self.kmax_bytes = kmax_bytes
         self.pmax = pmax
         self.enabled = enabled
+        self.mark_at = mark_at
 
 
 class Port:
@@ -68,6 +82,10 @@ class Port:
         "is_uplink",
         "paused",
         "waiter",
+        "mark_at_dequeue",
+        "busy_log",
+        "marks_pending",
+        "_deliver_cb",
         # counters
         "tx_bytes",
         "tx_packets",
@@ -99,13 +117,20 @@ class Port:
         self.delay_ps = delay_ps
         self.busy_until = 0
         self.up = True
+        self.mark_at_dequeue = False
         if ecn is not None and ecn.enabled:
             self.kmin = ecn.kmin_bytes
             self.kmax = ecn.kmax_bytes
             self.pmax = ecn.pmax
+            self.mark_at_dequeue = ecn.mark_at == "dequeue"
         else:
             self.kmin = self.kmax = 1 << 62
             self.pmax = 0.0
+        # Dequeue marking on a lossy port (see ``_deliver_marking``): (enqueue time, busy_until
+        # after it) of every send since the oldest data packet still to be judged.
+        self.busy_log: deque[tuple[int, int]] = deque()
+        self.marks_pending = 0
+        self._deliver_cb = self._deliver_marking
         span = self.kmax - self.kmin
         self.mark_slope = self.pmax / span if span > 0 else 0.0
         self.rng = rng
@@ -164,7 +189,7 @@ class Port:
                 self.drops += 1
                 sim_drop(sim, pkt)
                 return
-            if backlog > self.kmin and pkt.kind == DATA and self._mark(backlog):
+            if backlog > self.kmin and not self.mark_at_dequeue and pkt.kind == DATA and self._mark(backlog):
                 pkt.ecn = True
                 self.ecn_marks += 1
         else:
@@ -176,7 +201,33 @@ class Port:
         self.busy_until = depart
         self.tx_bytes += size
         self.tx_packets += 1
-        sim.schedule(depart + self.delay_ps, self.receive_at_peer, pkt)
+        if self.mark_at_dequeue and pkt.kind == DATA:
+            self.busy_log.append((now, depart))
+            self.marks_pending += 1
+            sim.schedule(depart + self.delay_ps, self._deliver_cb, pkt)
+        else:
+            sim.schedule(depart + self.delay_ps, self.receive_at_peer, pkt)
+
+    def _deliver_marking(self, pkt: Packet) -> None:
+        """Arrival at the far end of a data packet on a dequeue-marking port: judge it by the
+        queue that was behind it when it started transmission. That queue is every byte sent
+        after it and before that instant (a send at the very instant it starts comes after it,
+        as on a lossless port), ``busy_until`` as of then minus its own departure; the
+        log holds ``busy_until`` after each send, and its sends before that instant have all
+        happened by now (the packet has since been serialized and propagated)."""
+        depart = self.sim.now - self.delay_ps
+        start = depart - pkt.size * self.ps_per_byte
+        log = self.busy_log
+        while len(log) > 1 and log[1][0] < start:
+            log.popleft()
+        behind = (log[0][1] - depart) / self.ps_per_byte
+        self.marks_pending -= 1
+        if not self.marks_pending:
+            log.clear()
+        if behind > self.kmin and self._mark(behind):
+            pkt.ecn = True
+            self.ecn_marks += 1
+        self.receive_at_peer(pkt)
 
     def send_control(self, pkt: Packet) -> None:
         """Strict priority over data: a 64 B control frame leaves after its own serialization
@@ -187,6 +238,8 @@ class Port:
         ser = self.control_ser_ps
         busy = self.busy_until
         self.busy_until = (busy if busy > now else now) + ser
+        if self.marks_pending:
+            self.busy_log.append((now, self.busy_until))
         self.tx_bytes += CONTROL_BYTES
         self.tx_packets += 1
         sim.schedule(now + ser + self.delay_ps, self.receive_at_peer, pkt)
@@ -212,7 +265,7 @@ class PfcPort(Port):
 
     def send(self, pkt: Packet) -> None:
         backlog = self.queued_bytes
-        if backlog > self.kmin and pkt.kind == DATA and self._mark(backlog):
+        if backlog > self.kmin and not self.mark_at_dequeue and pkt.kind == DATA and self._mark(backlog):
             pkt.ecn = True
             self.ecn_marks += 1
         self.data_queue.append(pkt)
@@ -234,6 +287,9 @@ class PfcPort(Port):
         elif self.data_queue and not self.paused:
             pkt = self.data_queue.popleft()
             self.queued_bytes -= pkt.size
+            if self.mark_at_dequeue and self.queued_bytes > self.kmin and self._mark(self.queued_bytes):
+                pkt.ecn = True
+                self.ecn_marks += 1
             ingress = pkt.ingress
             if ingress is not None:
                 pkt.ingress = None

@@ -10,21 +10,35 @@ CC_MODES = ("dcqcn", "none")
 
 @dataclass(frozen=True, slots=True)
 class DcqcnParams:
-    """DCQCN with the ConnectX defaults (NVIDIA "DCQCN parameters": ``dce_tcp_g`` = 1019/1024,
-    ``dce_tcp_rtt`` = 1 us, ``rate_reduce_monitor_period`` = 4 us, ``rpg_time_reset`` = 300 us,
-    ``rpg_byte_reset`` = 32767 x 64 B, ``rpg_threshold`` = 1, ``min_time_between_cnps`` = 4 us).
-    The additive/hyper increase steps scale with line rate (per 100 Gb/s, as the HPCC/ConWeave
-    simulators scale them); ConnectX's absolute 5/50 Mb/s would take seconds to matter at 400G."""
+    """DCQCN reaction-point settings. Every default is the ConnectX firmware default as
+    ``mlxconfig`` reports it (parameter name in brackets) unless the comment says otherwise;
+    docs/congestion-control.md tabulates them against the DCQCN paper and the HPCC ns-3 model
+    and says why each was chosen where the sources disagree."""
 
+    # [DCE_TCP_G = 1019]: alpha <- (1019/1024) alpha (+ 5/1024 with a CNP), i.e. g = 5/1024.
     g: float = 5 / 1024
+    # [DCE_TCP_RTT = 1 us]: alpha update period.
     alpha_timer_ps: int = 1_000_000
+    # [RATE_REDUCE_MONITOR_PERIOD = 4 us]: at most one cut per period.
     rate_decrease_interval_ps: int = 4_000_000
+    # [RPG_TIME_RESET = 300 us]: the increase timer.
     increase_timer_ps: int = 300_000_000
-    byte_counter_bytes: int = 32767 * 64
+    # [RPG_BYTE_RESET = 32767]: "transmitted data between rate increases ... given in bytes"
+    # (the firmware tools' and Linux dcbnl's ieee_qcn description of the field).
+    byte_counter_bytes: int = 32767
+    # [RPG_THRESHOLD = 1]: increase events in fast recovery before additive increase.
     fast_recovery_rounds: int = 1
+    # ConnectX's steps are absolute ([RPG_AI_RATE = 5], [RPG_HAI_RATE = 50] Mb/s). They are
+    # scaled with line rate here, as the HPCC/ConWeave ns-3 models scale theirs: with the
+    # absolute 5 Mb/s a target clamped low after an increase-timer event climbs 0.1% per
+    # event at 400 Gb/s, and an 8:1 incast takes 26x its ideal time in this model.
     rate_ai_bps_per_100g: int = 40_000_000
     rate_hai_bps_per_100g: int = 200_000_000
+    # ConnectX's floor is [RPG_MIN_RATE = 1 Mb/s]; the HPCC ns-3 model's MIN_RATE, 100 Mb/s,
+    # is kept: a flow cut to 1 Mb/s in an incast needs 262 ms to send one byte-counter's worth,
+    # so its recovery waits on the 300 us timer, and a 16:1 incast took 13x its ideal time.
     min_rate_bps: int = 100_000_000
+    # [MIN_TIME_BETWEEN_CNPS = 4 us] at the notification point (the receiving NIC).
     cnp_interval_ps: int = 4_000_000
 
 

@@ -1,0 +1,126 @@
+"""DCQCN on a fabric, against what a congestion control must deliver (issue targets).
+
+* Work conservation: N senders into one 400 Gb/s receiver link keep that link busy; the
+  busy fraction over the incast's lifetime is (bytes serialized on the link) / (C x lifetime).
+* N:1 incast completion: no schedule beats N x S / C (payload only, so the bound is a little
+  stricter than the wire-exact one); DCQCN must stay within 1.2x of it.
+* Fairness: equal flows sharing one bottleneck get equal throughput (Jain's index -> 1).
+* Queue: under lossless operation the controller must hold the bottleneck queue well below
+  the buffer; the time-average is sampled every microsecond.
+
+Targets the model does not meet are strict xfails carrying the measured number and the
+reason (docs/congestion-control.md): they turn red the day the model meets them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from spraylab.config import validate
+from spraylab.experiment import build
+
+RATE_BPS = 400_000_000_000
+US = 1_000_000
+
+
+@dataclass
+class IncastOutcome:
+    cct_ps: int
+    busy_fraction: float
+    jain: float
+    drops: int
+    max_queue_bytes: int
+    mean_queue_bytes: float
+    bound_ps: float
+
+
+def incast(n: int, size_bytes: int, lossless: bool) -> IncastOutcome:
+    scenario = validate(
+        {
+            "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 16, "host_rate": "400Gbps"},
+            "switch": {"lossless": lossless},
+            "lb": {"scheme": "ecmp"},
+            "workload": {"kind": "incast", "size": size_bytes, "senders": n, "receiver": 0},
+        }
+    )
+    simulation = build(scenario)
+    net, sim = simulation.net, simulation.sim
+    receiver = net.hosts[0]
+    (bottleneck,) = [p for p in net.ports if p.peer_owner is receiver]
+    samples: list[int] = []
+
+    def sample(_: object) -> None:
+        samples.append(bottleneck.queue_bytes())
+        if not net.all_done:
+            sim.after(US, sample)
+
+    sim.at(0, sample)
+    simulation.run()
+    result = simulation.result()
+    flows = result.flows
+    assert result.summary["completed"]
+    start = int(flows.start_ps.min())
+    cct = int(flows.finish_ps.max()) - start
+    rates = (flows.size_bytes / flows.fct_ps).to_numpy()
+    return IncastOutcome(
+        cct_ps=cct,
+        busy_fraction=bottleneck.tx_bytes * 8 * 1e12 / RATE_BPS / cct,
+        jain=float(rates.sum() ** 2 / (len(rates) * (rates**2).sum())),
+        drops=int(result.summary["drops"]),
+        max_queue_bytes=bottleneck.max_queue_bytes,
+        mean_queue_bytes=sum(samples) / len(samples),
+        bound_ps=n * size_bytes * 8 * 1e12 / RATE_BPS,
+    )
+
+
+LOSSY_UNSTABLE = (
+    "ConnectX DCQCN keeps a congestion episode's target rate until the 300 us timer fires, "
+    "and its 32 KB byte counter climbs back to it within one 4 us cut period at 400 Gb/s: "
+    "long-lived senders average above their share, PFC holds them on a lossless fabric, a "
+    "lossy one overflows the buffer (docs/congestion-control.md)"
+)
+
+
+def lossy_xfail(measured: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=f"measured {measured}: {LOSSY_UNSTABLE}")
+
+
+@pytest.mark.parametrize(
+    ("size_mb", "busy_target", "lossless"),
+    [
+        (8, 0.85, True),
+        (8, 0.85, False),
+        (64, 0.90, True),
+        # The lossy 64 MB case (about 4% busy, 409k drops, 96 s of simulation) is too long for
+        # the unit suite; `spraylab validate` reports it.
+    ],
+    ids=["8MB-lossless", "8MB-lossy", "64MB-lossless"],
+)
+def test_two_long_flows_keep_the_link_busy_and_share_it_fairly(size_mb: int, busy_target: float, lossless: bool) -> None:
+    out = incast(2, size_mb * 1_000_000, lossless)
+    assert out.busy_fraction >= busy_target
+    assert out.jain >= 0.95
+    assert out.drops == 0
+
+
+@pytest.mark.parametrize(
+    ("n", "lossless"),
+    [
+        (2, True),
+        (4, True),
+        (8, True),
+        (16, True),
+        (2, False),
+        (4, False),
+        pytest.param(8, False, marks=lossy_xfail("1.52x with 4,004 buffer drops")),
+        pytest.param(16, False, marks=lossy_xfail("1.26x with 17,965 buffer drops")),
+    ],
+)
+def test_incast_completes_within_1_2_of_n_s_over_c(n: int, lossless: bool) -> None:
+    out = incast(n, 8_000_000, lossless)
+    assert out.cct_ps <= 1.2 * out.bound_ps
+    assert out.drops == 0
+    if lossless:
+        # PFC pauses before the buffer fills; the controller keeps the average queue far below.
+        assert out.mean_queue_bytes < 0.25 * 64_000_000
