@@ -1,4 +1,4 @@
-"""DFS (SCHEMES.md § DFS): the hard reorder bound under random load, degradation and failures;
+"""DFS (docs/schemes.md, DFS rule 5): the hard reorder bound under random load, degradation and failures;
 path count / base RTT read from the fabric; completion time against ECMP and packet spraying
 on a symmetric fabric and with one degraded spine link."""
 

@@ -1,4 +1,4 @@
-"""The ideal transport as a reference upper bound when packets are lost (DESIGN.md § Transport;
+"""The ideal transport as a reference upper bound when packets are lost (docs/design.md, Receivers;
 the mechanism is described in ``QueuePair``'s docstring).
 
 The ideal receiver SACKs and never NACKs, so real losses used to wait for the 1 ms RTO. Now

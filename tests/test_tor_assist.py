@@ -1,4 +1,4 @@
-"""ToR-assisted spraying over commodity RNICs (SCHEMES.md § ToR-assisted spraying).
+"""ToR-assisted spraying over commodity RNICs (docs/schemes.md, ToR-assisted spraying).
 
 * Decision rules, packet by packet, on a destination ToR fed hand-made packets: stale NACKs
   dropped, in-flight ones held then dropped when the PSN passes, released on a path_seq gap,
@@ -228,7 +228,7 @@ def test_nack_filter_retargets_a_passed_nack_to_the_next_loss(retarget: bool) ->
     """PSNs 1 and 5 are lost on path 1. NACK(1) is forwarded, the NIC repeats it (held); when
     the retransmission of 1 passes, ePSN becomes 5, known lost: the held NACK goes out as
     NACK(5) (the NIC itself would only NACK 5 at its next out-of-order arrival). With
-    ``retarget = False`` it is dropped, as SCHEMES.md words it."""
+    ``retarget = False`` it is dropped, as the original spec words it (docs/schemes.md)."""
     t = dst_tor("nack_filter", "sr", retarget=retarget)
     for psn in (0, 2, 3, 4, 6, 7):
         t.data(psn, psn % 4, psn // 4)

@@ -389,7 +389,7 @@ def write_report(
         "* **Metrics**: completion (CCT) = first byte to last byte of a phase, including the NVLink hops; "
         "busbw = mean bytes a GPU sends to other GPUs / CCT (NCCL's all-to-all busbw = algbw x (n-1)/n with the "
         "per-rank buffer, NVLink bytes included). T* = max(busiest server's send, receive bytes) / (8 x 400 Gb/s), "
-        "the bound of `SCHEMES.md`; NIC bound = busiest NIC's bytes / 400 Gb/s under the strategy (for `rails`: the plan's)."
+        "the bound of `docs/schemes.md` (RailS); NIC bound = busiest NIC's bytes / 400 Gb/s under the strategy (for `rails`: the plan's)."
     )
     add("")
 

@@ -1,4 +1,4 @@
-"""DFS: dynamic flow spraying with bounded reordering (sender side; ``SCHEMES.md`` § DFS).
+"""DFS: dynamic flow spraying with bounded reordering (sender side; ``docs/schemes.md``, DFS rules 1-8).
 
 A flow starts on one entropy (plain ECMP). A flow whose unsent + in-flight bytes exceed the
 spray threshold ``T`` sprays over ``k = min(K, paths)`` entropies. Per active path (entropy) the

@@ -1,4 +1,4 @@
-"""ToR-assisted packet spraying over commodity RNICs (SCHEMES.md § ToR-assisted spraying).
+"""ToR-assisted packet spraying over commodity RNICs (docs/schemes.md, ToR-assisted spraying).
 
 Every packet of a flow is sprayed over the source ToR's uplinks, and the RNICs stay
 unmodified: the **destination** ToR tells reordering from loss and hides reordering from them.
@@ -60,7 +60,7 @@ same window) and must not trigger a second recovery of x. Or after ``hold_timeou
 round trip (see ``_hold_for``).
 Retransmissions below ``low`` pass untouched.
 
-Extension beyond SCHEMES.md (``retarget``, default on; off = the spec's plain drop): a NACK
+Extension beyond the original spec (docs/schemes.md; ``retarget``, default on; off = plain drop): a NACK
 that would be dropped because x passed is instead sent as NACK(``low``) when ``low`` is
 known lost. It is the NACK the NIC would send at its next out-of-order arrival; but at a
 flow's tail, or while the sender is window-blocked, no arrival comes, and two close losses

@@ -2,7 +2,7 @@
 
 Usable without the simulator: give it a GPU->GPU byte matrix ``d1`` and the number of rails, get
 back a plan (per source server, per rail, an ordered list of :class:`RailChunk`), the predicted
-per-NIC send/receive loads and the lower bound T* (``SCHEMES.md`` § RailS).
+per-NIC send/receive loads and the lower bound T* (``docs/schemes.md``, RailS: Bound, LPT planner).
 
 GPU (server d, index n) has id ``d * n_rails + n``; NIC n of every server sits on rail n.
 

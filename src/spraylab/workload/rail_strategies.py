@@ -4,7 +4,7 @@ GPU (server d, index n) is host ``d * N + n``; its NIC sits on rail n, its NVLin
 server's NVLink switch. GPUs do not forward packets, so relaying through a peer GPU's NIC (PXN,
 RailS) is a *message* to that peer over NVLink followed by a message from the peer over its NIC,
 the second depending on the first (store and forward per message). Same-server traffic always
-goes GPU to GPU over NVLink, one message per pair. The four strategies (``SCHEMES.md`` § RailS):
+goes GPU to GPU over NVLink, one message per pair. The four strategies (``docs/schemes.md``, RailS):
 
 ``rail_local``
     One message per GPU pair, GPU (d,n) -> GPU (f,m) over NIC n; cross-rail pairs cross a spine
