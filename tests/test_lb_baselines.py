@@ -187,13 +187,13 @@ def test_wcmp_weights_remote_degraded_downlink_by_path_capacity() -> None:
         assert spine0_port in cands and len(cands) == 8
         picks = sum(leaf1.select(leaf1, fake_packet(f, 2, dst), cands) is spine0_port for f in range(n))
         assert picks / n == pytest.approx(share, abs=tol)
-        group = net.lb._groups[id(cands)]
+        group = cands.state
         assert group.n == (29 if dst == 0 else 8) and group.table.count(spine0_port) == 1
     # the degraded leaf itself sees the same 1/29 on its own uplink (its own port is the bottleneck)
     leaf0 = net.switches["leaf0"]
     cands = leaf0.table[2]
     leaf0.select(leaf0, fake_packet(1, 0, 2), cands)
-    assert net.lb._groups[id(cands)].table.count(net.link_ports[("leaf0", "spine0")][0]) == 1
+    assert cands.state.table.count(net.link_ports[("leaf0", "spine0")][0]) == 1
 
 
 def test_wcmp_remote_leaf_traffic_follows_path_capacity() -> None:
@@ -230,10 +230,10 @@ def test_wcmp_remote_failure_reweights_before_reconvergence() -> None:
     assert net.lb.stats()["wcmp_rebuilds"] >= 1
     leaf1 = net.switches["leaf1"]
     spine0_port = net.link_ports[("leaf1", "spine0")][0]
-    assert spine0_port not in net.lb._groups[id(leaf1.table[0])].table
+    assert spine0_port not in leaf1.table[0].state.table
     cands = leaf1.table[6]  # host 6 on leaf3: unaffected
     leaf1.select(leaf1, fake_packet(1, 2, 6), cands)
-    assert net.lb._groups[id(cands)].table == cands
+    assert cands.state.table == cands
 
 
 def test_wcmp_reaction_delay_keeps_old_weights_until_it_passes() -> None:
@@ -274,14 +274,14 @@ def test_wcmp_parallel_links_share_what_their_next_hop_delivers() -> None:
     to_spine0 = net.link_ports[("leaf1", "spine0")]
     assert len(cands) == 8 and all(p in cands for p in to_spine0)
     leaf1.select(leaf1, fake_packet(1, 2, 0), cands)
-    table = net.lb._groups[id(cands)].table
+    table = cands.state.table
     assert len(table) == 14 and sum(table.count(p) for p in to_spine0) == 2
     # leaf0 itself: 7 surviving uplinks, each delivering its full 200G
     leaf0 = net.switches["leaf0"]
     cands = leaf0.table[2]
     assert len(cands) == 7 and net.link_ports[("leaf0", "spine0")][1] not in cands
     leaf0.select(leaf0, fake_packet(1, 0, 2), cands)
-    assert net.lb._groups[id(cands)].table == cands
+    assert cands.state.table == cands
 
 
 def test_wcmp_beats_ecmp_when_the_asymmetry_decides() -> None:

@@ -6,6 +6,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from spraylab.net.packet import ACK, CONTROL_BYTES, DATA, HEADER_BYTES, Packet
+from spraylab.net.routes import trace_route
 from spraylab.transport.dcqcn import Dcqcn
 from spraylab.transport.params import TransportParams
 
@@ -379,21 +380,15 @@ class QueuePair:
 
     def _path_delays(self) -> None:
         """``base_rtt_ps``: round trip of a data packet and its ACK on the idle fabric along
-        one route (the first equal-cost candidate at each switch), i.e. propagation both ways
-        plus one data and one control serialization per hop; ``return_ps``: its ACK half
-        (destination to source)."""
+        the representative route (``trace_route``: the first equal-cost candidate at each
+        switch; if the destination is unreachable right now, the route so far), i.e.
+        propagation both ways plus one data and one control serialization per hop;
+        ``return_ps``: its ACK half (destination to source)."""
         data = self.mtu + HEADER_BYTES
-        port = self.nic.port
         forward = back = 0
-        for _ in range(64):  # hop limit
+        for hop in trace_route(self.net, self.src, self.dst).hops:
+            port = hop.port
             forward += port.delay_ps + int(data * port.ps_per_byte)
             back += port.delay_ps + int(CONTROL_BYTES * port.ps_per_byte)
-            table = getattr(port.peer_owner, "table", None)
-            if table is None:  # reached a host
-                break
-            cands = table[self.dst]
-            if not cands:  # unreachable right now: the route so far
-                break
-            port = cands[0]
         self.base_rtt_ps = forward + back
         self.return_ps = back
