@@ -157,25 +157,26 @@ class Network:
         hosts_by_tor: dict[str, list[int]] = {}
         for h in self.hosts:
             hosts_by_tor.setdefault(fabric.host_tor[h.id], []).append(h.id)
+        # per switch: its routed ports towards other switches, with the peer's name
+        fabric_ports = {
+            name: [
+                (p, p.peer_owner.name)
+                for p in switch.ports
+                if isinstance(p.peer_owner, Switch) and id(p) not in routed_down
+            ]
+            for name, switch in self.switches.items()
+        }
         for tor, tor_hosts in hosts_by_tor.items():
             dist = fabric.distances_to(tor, adj)
-            for name, switch in self.switches.items():
+            for name in self.switches:
                 if name == tor:
                     continue
                 want = dist[name] - 1 if name in dist else -2  # unreachable: no candidate
                 cands = self._group(name, tor)
-                cands.install(
-                    (
-                        p
-                        for p in switch.ports
-                        if isinstance(p.peer_owner, Switch)
-                        and dist.get(p.peer_owner.name, -1) == want
-                        and id(p) not in routed_down
-                    ),
-                    version,
-                )
+                cands.install([p for p, peer in fabric_ports[name] if dist.get(peer, -1) == want], version)
+                table = tables[name]
                 for h in tor_hosts:
-                    tables[name][h] = cands
+                    table[h] = cands
         for name, switch in self.switches.items():
             for port in switch.ports:
                 if isinstance(port.peer_owner, Host):
