@@ -84,7 +84,7 @@ class Network:
         sim, fabric, sp = self.sim, self.fabric, self.switch_params
         salt_rng = sim.derive_rng(0x5A17)
         for name, tier in fabric.switch_tier.items():
-            switch = Switch(sim, name, len(self.switches), tier, salt_rng.getrandbits(32))
+            switch = Switch(sim, name, len(self.switches), tier, salt_rng.getrandbits(64))
             switch.buffer = SharedBuffer(sp.buffer_bytes, sp.dt_alpha)
             self.switches[name] = switch
         for host_id, name in enumerate(fabric.hosts):

@@ -6,7 +6,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from spraylab.net.packet import ACK, CONTROL_BYTES, DATA, HEADER_BYTES, Packet
-from spraylab.net.routes import trace_route
+from spraylab.net.routes import packet_hash, trace_route
 from spraylab.transport.dcqcn import Dcqcn
 from spraylab.transport.params import TransportParams
 
@@ -77,6 +77,7 @@ class QueuePair:
         "ideal",
         "sack_count",
         "entropy",
+        "flow_hash",
         "psn_window",
         "window_packets",
         "lb",
@@ -132,6 +133,7 @@ class QueuePair:
         self.ideal = params.recovery == "ideal"
         self.sack_count = 0  # ideal: the receiver's first arrivals the sender has heard of (SACK)
         self.entropy = net.flow_rng.getrandbits(16)
+        self.flow_hash = packet_hash(self.flow_id, self.entropy)  # the header hash on that entropy
         self.psn_window = NO_WINDOW
         self.window_packets = (
             max(1, params.window_bytes // (self.mtu + HEADER_BYTES)) if params.window_bytes else NO_WINDOW
@@ -211,9 +213,8 @@ class QueuePair:
         size = payload + HEADER_BYTES
         lb = self.lb
         entropy = self.entropy if lb is None else lb.entropy(self, psn)
-        pkt = Packet(
-            DATA, self, self.src, self.dst, psn, size, payload, entropy, (self.flow_id << 16) | entropy, now
-        )
+        h = self.flow_hash if entropy == self.entropy else packet_hash(self.flow_id, entropy)
+        pkt = Packet(DATA, self, self.src, self.dst, psn, size, payload, entropy, h, now)
         if psn < self.max_sent:
             pkt.retx = True
             self.retx_packets += 1
