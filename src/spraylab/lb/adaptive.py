@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.net.port import Port
+    from spraylab.net.routes import RouteGroup
     from spraylab.net.switch import Switch
 
 DOWN_QUEUE = 1 << 61
@@ -30,7 +31,7 @@ class AdaptiveParams(LbParams):
 
 
 def make_least_queued(random: Any) -> Any:
-    def least_queued(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
+    def least_queued(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
         best = cands[0]
         best_q = best.queue_bytes() if best.up else DOWN_QUEUE
         ties = 1
@@ -59,19 +60,20 @@ class AdaptiveRouting(LoadBalancer):
         super().setup(net)
         params: AdaptiveParams = self.params  # type: ignore[assignment]
         least_queued = make_least_queued(net.sim.derive_rng(0xADA97).random)
-        self.tables: dict[str, dict[int, tuple[list[Port], Port]]] = {}
+        # per switch: flow (and direction) -> (group, its routing version, chosen port)
+        self.tables: dict[str, dict[int, tuple[RouteGroup, int, Port]]] = {}
 
-        def make_select_flow(table: dict[int, tuple[list[Port], Port]]) -> Any:
-            def select_flow(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
+        def make_select_flow(table: dict[int, tuple[RouteGroup, int, Port]]) -> Any:
+            def select_flow(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
                 qp = pkt.qp
                 if qp is None:
                     return ecmp_select(switch, pkt, cands)
                 key = qp.flow_id << 1 | (pkt.kind != DATA)
                 entry = table.get(key)
-                if entry is not None and entry[0] is cands and entry[1].up:
-                    return entry[1]
+                if entry is not None and entry[0] is cands and entry[1] == cands.version and entry[2].up:
+                    return entry[2]
                 port = least_queued(switch, pkt, cands)
-                table[key] = (cands, port)
+                table[key] = (cands, cands.version, port)
                 return port
 
             return select_flow
@@ -80,7 +82,7 @@ class AdaptiveRouting(LoadBalancer):
             if params.granularity == "packet":
                 switch.select = least_queued
             else:
-                table: dict[int, tuple[list[Port], Port]] = {}
+                table: dict[int, tuple[RouteGroup, int, Port]] = {}
                 self.tables[switch.name] = table
                 switch.select = make_select_flow(table)
 

@@ -102,11 +102,13 @@ from pydantic import Field
 from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.metrics.paths import flow_path
 from spraylab.net.packet import CONTROL_BYTES, HEADER_BYTES
+from spraylab.net.routes import trace_route
 from spraylab.transport.qp import PS_BITS
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
+    from spraylab.net.port import Port
     from spraylab.transport.qp import QueuePair
 
 
@@ -238,7 +240,7 @@ class DynamicFlowSpraying(LoadBalancer):
         self.silence_rtts = 4.0  # a path carrying packets and unheard for this many min RTTs is dead
         self.rng: Any = None
         self.sim: Any = None
-        self._route_cache: dict[tuple[int, int], tuple[int, float]] = {}
+        self._route_cache: dict[tuple[Port, int], tuple[int, float]] = {}
         # statistics
         self.flows = 0
         self.flows_sprayed = 0
@@ -267,34 +269,26 @@ class DynamicFlowSpraying(LoadBalancer):
 
     # --- fabric introspection (once per ToR pair) --------------------------------------
     def route_info(self, qp: QueuePair) -> tuple[int, float]:
-        """(equal-cost paths, base RTT in ps) between the flow's endpoints, from one
-        representative route: product of the candidate counts and sum of per-hop delays."""
+        """(equal-cost paths, base RTT in ps) between the flow's endpoints, from the
+        representative route (``trace_route``): product of the candidate counts and sum of
+        per-hop delays. Cached per (source NIC port, destination)."""
         first = qp.nic.port
-        key = (id(first), qp.dst)
+        key = (first, qp.dst)
         cached = self._route_cache.get(key)
         if cached is not None:
             return cached
         data_bytes = qp.mtu + HEADER_BYTES
-        paths = 1
+        route = trace_route(self.net, qp.src, qp.dst)
         rtt = (
             first.delay_ps
             + data_bytes * first.ps_per_byte
             + first.delay_ps
             + CONTROL_BYTES * first.ps_per_byte
         )
-        node = first.peer_owner
-        for _ in range(64):  # hop limit
-            table = getattr(node, "table", None)
-            if table is None:  # reached a host
-                break
-            cands = table[qp.dst]
-            if not cands:
-                break
-            paths *= len(cands)
-            port = cands[0]
+        for hop in route.hops[1:]:
+            port = hop.port
             rtt += 2 * port.delay_ps + (data_bytes + CONTROL_BYTES) * port.ps_per_byte
-            node = port.peer_owner
-        info = (max(1, paths), float(rtt))
+        info = (max(1, route.paths), float(rtt))
         self._route_cache[key] = info
         return info
 

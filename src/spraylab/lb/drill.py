@@ -4,8 +4,9 @@ decision for the same candidate list, and sends the packet to the one with the s
 local queue (``port.queue_bytes()``; a port whose link is down counts as full). Ties go to the earlier sample (the random ones before
 the remembered ones), so an idle fabric sprays randomly instead of sticking to the memory.
 
-Memory is per switch per candidate list (lists are shared per destination ToR, so this is
-"per destination group"). Sampling is without replacement via an in-place partial
+Memory is per switch per route group (``group.state``; groups are shared per destination ToR,
+so this is "per destination group"; a reroute clears it). Sampling is without replacement
+via an in-place partial
 Fisher-Yates shuffle of a per-list port array: no allocation per packet."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.net.port import Port
+    from spraylab.net.routes import RouteGroup
     from spraylab.net.switch import Switch
 
 # A port whose link is down looks infinitely loaded: its queue reads empty (nothing is
@@ -52,14 +54,14 @@ class Drill(LoadBalancer):
         params: DrillParams = self.params  # type: ignore[assignment]
         d, m = params.d, params.m
         random = net.sim.derive_rng(0xD2111).random
-        memories: dict[int, _Memory] = {}  # id(cands) -> memory (which keeps cands alive)
-        self._memories = memories
+        self.memories = 0  # route groups given a memory (reroutes clear them: counted again)
 
-        def select_m1(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
+        def select_m1(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
             """The default DRILL(d, 1), allocation-free."""
-            mem = memories.get(id(cands))
+            mem = cands.state
             if mem is None:
-                mem = memories[id(cands)] = _Memory(cands)
+                mem = cands.state = _Memory(cands)
+                self.memories += 1
                 mem.best.append(cands[0])
             perm = mem.perm
             n = len(perm)
@@ -80,10 +82,11 @@ class Drill(LoadBalancer):
             mem.best[0] = best
             return best
 
-        def select_general(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
-            mem = memories.get(id(cands))
+        def select_general(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
+            mem = cands.state
             if mem is None:
-                mem = memories[id(cands)] = _Memory(cands)
+                mem = cands.state = _Memory(cands)
+                self.memories += 1
             perm = mem.perm
             n = len(perm)
             k = d if d < n else n
@@ -103,7 +106,7 @@ class Drill(LoadBalancer):
             switch.select = select
 
     def stats(self) -> dict[str, Any]:
-        return {"drill_groups": len(getattr(self, "_memories", {}))}
+        return {"drill_groups": getattr(self, "memories", 0)}
 
 
 def _queue_bytes(port: Port) -> int:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.net.port import Port
+    from spraylab.net.routes import RouteGroup
     from spraylab.net.switch import Switch
 
 PS_PER_US = 1_000_000
@@ -37,12 +38,16 @@ class FlowletParams(LbParams):
 
 
 class _Flowlet:
-    __slots__ = ("last_ps", "port", "cands")
+    """One flowlet: its port, chosen from ``group`` at routing ``version`` (a reroute starts a
+    new flowlet)."""
 
-    def __init__(self, last_ps: int, port: Port, cands: list[Port]) -> None:
+    __slots__ = ("last_ps", "port", "group", "version")
+
+    def __init__(self, last_ps: int, port: Port, group: RouteGroup) -> None:
         self.last_ps = last_ps
         self.port = port
-        self.cands = cands
+        self.group = group
+        self.version = group.version
 
 
 @register
@@ -62,7 +67,7 @@ class LetFlow(LoadBalancer):
         self.flowlets = 0
 
         def make_select(local: set[int], table: dict[int, _Flowlet]) -> Any:
-            def select(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
+            def select(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
                 if pkt.src not in local or pkt.qp is None:
                     return ecmp_select(switch, pkt, cands)
                 key = pkt.qp.flow_id << 1 | (pkt.kind != DATA)
@@ -73,9 +78,10 @@ class LetFlow(LoadBalancer):
                     table[key] = _Flowlet(now, port, cands)
                     self.flowlets += 1
                     return port
-                if now - entry.last_ps > gap_ps or entry.cands is not cands:
+                if now - entry.last_ps > gap_ps or entry.version != cands.version or entry.group is not cands:
                     entry.port = cands[int(random() * len(cands))]
-                    entry.cands = cands
+                    entry.group = cands
+                    entry.version = cands.version
                     self.flowlets += 1
                 entry.last_ps = now
                 return entry.port

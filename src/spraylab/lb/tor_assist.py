@@ -110,7 +110,6 @@ from spraylab.units import parse_time_ps
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
-    from spraylab.net.port import Port
     from spraylab.net.switch import Switch
 
 PS_PER_US = 1_000_000
@@ -150,16 +149,13 @@ class TorAssistParams(LbParams):
 
 
 class _Src:
-    """Source-ToR state of one flow: packets sent per path, the round-robin pointer, and the
-    candidate list (identity-checked: a reroute installs a new list) with its path ids."""
+    """Source-ToR state of one flow: packets sent per path and the round-robin pointer."""
 
-    __slots__ = ("seq", "rr", "cands", "paths")
+    __slots__ = ("seq", "rr")
 
     def __init__(self, n_uplinks: int, rr: int) -> None:
         self.seq = [0] * n_uplinks
         self.rr = rr
-        self.cands: list[Port] | None = None
-        self.paths: list[int] = []
 
 
 class _Dst:
@@ -245,7 +241,6 @@ class _TorProgram:
         "max_hold",
         "retarget",
         "host_hop",
-        "_paths_of",
         "_rng",
         "_timer_cb",
     )
@@ -275,7 +270,6 @@ class _TorProgram:
         self.max_hold = 0
         # propagation delay to the attached NICs (a flush's round trip crosses it twice)
         self.host_hop = max((switch.table[h][0].delay_ps for h in switch.hosts), default=0)
-        self._paths_of: dict[int, tuple[list[Port], list[int]]] = {}
         self._rng = lb.rng
         self._timer_cb = self._on_timer if self.filter else self._on_reseq_timer
 
@@ -333,14 +327,12 @@ class _TorProgram:
         elif st is _RETIRED:
             return True
         cands = switch.table[pkt.dst]
-        if cands is not st.cands:
-            entry = self._paths_of.get(id(cands))
-            if entry is None or entry[0] is not cands:
-                index = {id(p): i for i, p in enumerate(switch.uplinks)}
-                entry = (cands, [index.get(id(p), -1) for p in cands])
-                self._paths_of[id(cands)] = entry
-            st.cands = cands
-            st.paths = entry[1]
+        # The route group's state: each candidate's path id (its index in switch.uplinks,
+        # -1 if it is no uplink); a reroute clears it.
+        paths = cands.state
+        if paths is None:
+            index = {id(p): i for i, p in enumerate(switch.uplinks)}
+            paths = cands.state = [index.get(id(p), -1) for p in cands]
         n = len(cands)
         if n == 0:
             sim_drop(self.sim, pkt)
@@ -374,7 +366,7 @@ class _TorProgram:
                     i = j
                     port = cands[j]
                     break
-        path = st.paths[i]
+        path = paths[i]
         if path < 0:  # not an uplink (e.g. a direct route): plain forwarding
             port.send(pkt)
             return False

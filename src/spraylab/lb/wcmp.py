@@ -17,11 +17,13 @@ the asymmetry would vanish with slower hosts).
 
 Like a real WCMP group, each candidate list is expanded into a table of slots in which
 every port appears in proportion to its weight; a packet takes
-``table[hash(pkt.hash, switch salt) % len(table)]``. So a flow keeps one path and, across
+``table[hop_hash(pkt.hash, switch salt) % len(table)]`` (``spraylab.net.routes``). So a
+flow keeps one path and, across
 many flows, traffic splits in proportion to path capacity. Equal weights give one slot per
 port, i.e. exactly ECMP's choice.
 
-Weights are cached per candidate list (routing shares one list per destination ToR).
+Weights are cached per route group (``group.state``; routing shares one group per
+destination ToR, and a reroute clears its state).
 Rates change only at scheduled link events (degradation, failure, reroute), which bump the
 network's ``link_changes`` counter; the scheme looks at it at most once per ``refresh_us`` of
 simulated time (default 1 µs: the packet path costs one time comparison). When it moved,
@@ -41,12 +43,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from spraylab.lb.base import LbParams, LoadBalancer, register
+from spraylab.net.routes import hop_hash
 from spraylab.net.switch import Switch
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.net.port import Port
+    from spraylab.net.routes import RouteGroup
 
 PS_PER_US = 1_000_000
 UNBOUNDED = 1 << 62  # the destination ToR delivers whatever reaches it
@@ -91,16 +95,15 @@ def build_table(cands: list[Port], weights: list[int], max_table: int) -> list[P
 
 class PathCapacity:
     """Capacity deliverable from a switch to a destination over the routing DAG, memoised per
-    candidate list (routing shares one per switch and destination ToR) until :meth:`clear`
-    (called when a link changed). The memo holds the lists, so their ids stay unique."""
+    route group (in its WCMP state) until :meth:`clear` (called when a link changed)."""
 
-    __slots__ = ("memo",)
+    __slots__ = ("epoch",)
 
     def __init__(self) -> None:
-        self.memo: dict[int, tuple[list[Port], int]] = {}
+        self.epoch = 0  # memos of an older epoch are stale
 
     def clear(self) -> None:
-        self.memo.clear()
+        self.epoch += 1
 
     def weights(self, cands: list[Port], dst: int) -> list[int]:
         """Weight of each candidate toward host ``dst``. Parallel links to one next hop share
@@ -126,24 +129,35 @@ class PathCapacity:
 
     def deliverable(self, switch: Switch, dst: int) -> int:
         cands = switch.table[dst]
-        entry = self.memo.get(id(cands))
-        if entry is not None:
-            return entry[1]
+        state = cands.state
+        if state is None:
+            state = cands.state = _Group()
+        elif state.capacity_epoch == self.epoch:
+            return state.capacity
         # Routes are shortest paths, so the recursion only moves closer to the destination
         # and ends (at its ToR, whose only candidate is the host port: unbounded); a switch
         # with no route left (all links down) delivers 0.
         cap = sum(self.weights(cands, dst))
-        self.memo[id(cands)] = (cands, cap)
+        state.capacity = cap
+        state.capacity_epoch = self.epoch
         return cap
 
 
 class _Group:
-    """Cached weighted table of one candidate list."""
+    """WCMP state of one route group: its weighted slot table (``n`` = 0 until the group
+    first forwards a packet) and the memoised capacity it delivers."""
 
-    __slots__ = ("cands", "weights", "table", "n", "epoch")
+    __slots__ = ("weights", "table", "n", "epoch", "capacity", "capacity_epoch")
 
-    def __init__(self, cands: list[Port], weights: list[int], max_table: int, epoch: int) -> None:
-        self.cands = cands
+    def __init__(self) -> None:
+        self.weights: list[int] = []
+        self.table: list[Port] = []
+        self.n = 0
+        self.epoch = -1
+        self.capacity = 0
+        self.capacity_epoch = -1
+
+    def build(self, cands: list[Port], weights: list[int], max_table: int, epoch: int) -> None:
         self.weights = weights
         self.table = build_table(cands, weights, max_table)
         self.n = len(self.table)
@@ -165,7 +179,7 @@ class Wcmp(LoadBalancer):
         reaction_ps = int(params.reaction_us * PS_PER_US)
         sim = net.sim
         capacity = PathCapacity()
-        groups: dict[int, _Group] = {}  # id(cands) -> group; the group keeps cands alive
+        groups: list[_Group] = []  # every slot table built (a reroute builds new ones)
         self._groups = groups
         self.rebuilds = 0
         self.epochs = 0
@@ -178,7 +192,7 @@ class Wcmp(LoadBalancer):
             self.epochs += 1
             capacity.clear()
 
-        def select(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
+        def select(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
             now = sim.now
             if now - state[1] >= refresh_ps:
                 state[1] = now
@@ -191,26 +205,27 @@ class Wcmp(LoadBalancer):
                     else:
                         apply(changes)
             epoch = state[0]
-            group = groups.get(id(cands))
+            group = cands.state
             if group is None:
-                group = groups[id(cands)] = _Group(cands, capacity.weights(cands, pkt.dst), max_table, epoch)
+                group = cands.state = _Group()
+            if not group.n:
+                group.build(cands, capacity.weights(cands, pkt.dst), max_table, epoch)
+                groups.append(group)
             elif group.epoch != epoch:
                 group.epoch = epoch
                 weights = capacity.weights(cands, pkt.dst)
                 if weights != group.weights:
-                    group.weights = weights
-                    group.table = build_table(cands, weights, max_table)
-                    group.n = len(group.table)
+                    group.build(cands, weights, max_table, epoch)
                     self.rebuilds += 1
-            return group.table[hash((pkt.hash, switch.salt)) % group.n]
+            return group.table[hop_hash(pkt.hash, switch.salt) % group.n]
 
         for switch in net.switches.values():
             switch.select = select
 
     def stats(self) -> dict[str, Any]:
-        groups = getattr(self, "_groups", {})
+        groups = getattr(self, "_groups", [])
         return {
             "wcmp_groups": len(groups),
-            "wcmp_max_table": max((g.n for g in groups.values()), default=0),
+            "wcmp_max_table": max((g.n for g in groups), default=0),
             "wcmp_rebuilds": getattr(self, "rebuilds", 0),
         }

@@ -10,7 +10,7 @@ import pandas as pd
 from spraylab.metrics.result import Result, percentile, size_bucket
 from spraylab.net.host import Host
 from spraylab.net.packet import CONTROL_BYTES, HEADER_BYTES
-from spraylab.net.port import Port
+from spraylab.net.routes import trace_route
 from spraylab.net.switch import Switch
 from spraylab.transport.qp import NO_WINDOW
 from spraylab.workload.collectives import algbw_bps, busbw_bps
@@ -22,23 +22,20 @@ if TYPE_CHECKING:
 
 def ideal_fct_ps(net: Network, src: int, dst: int, size_bytes: int, mtu: int) -> int:
     """FCT of the flow alone on the idle fabric: the first packet is stored and forwarded hop by
-    hop along one equal-cost path, the rest stream behind it at the bottleneck rate."""
+    hop along the representative route (``trace_route``), the rest stream behind it at the
+    bottleneck rate. 0 if the destination is unreachable."""
     n_packets = max(1, -(-size_bytes // mtu))
     wire_bytes = size_bytes + n_packets * HEADER_BYTES
     first = min(size_bytes, mtu) + HEADER_BYTES
-    port: Port = net.hosts[src].route[dst].port
+    route = trace_route(net, src, dst)
+    if route.end == "unreachable":
+        return 0
     total = 0.0
     slowest = 0.0
-    for _ in range(64):
+    for hop in route.hops:
+        port = hop.port
         total += port.delay_ps + first * port.ps_per_byte
         slowest = max(slowest, port.ps_per_byte)
-        node = port.peer_owner
-        if isinstance(node, Host):
-            break
-        cands = node.table[dst]
-        if not cands:
-            return 0
-        port = cands[0]
     return int(total + (wire_bytes - first) * slowest)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spraylab.net.host import Host
 from spraylab.net.packet import DATA, HEADER_BYTES, Packet
+from spraylab.net.routes import MAX_HOPS, packet_hash, trace_route
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -20,19 +20,17 @@ if TYPE_CHECKING:
 
 __all__ = ["flow_path", "data_packet_hash"]
 
-MAX_HOPS = 64
-
 
 def data_packet_hash(qp: QueuePair, entropy: int | None = None) -> int:
     """The header hash a data packet of ``qp`` carries: flow id and entropy (UDP source port),
     the flow's own entropy unless another is given."""
-    return (qp.flow_id << 16) | (qp.entropy if entropy is None else entropy)
+    return packet_hash(qp.flow_id, qp.entropy if entropy is None else entropy)
 
 
 def flow_path(net: Network, qp: QueuePair, reverse: bool = False, entropy: int | None = None) -> list[Port]:
     """Egress ports from the source host to the destination host that a data packet of
     ``qp`` (with the flow's own entropy, or ``entropy``) crosses: first the source NIC's port,
-    then one port per switch, chosen as ``Switch.receive`` does (the only candidate, or
+    then one port per switch, chosen as ``Switch.forward`` does (the only candidate, or
     ``switch.select``). ToR programs are not run.
 
     With ``reverse``, the path of the flow's control packets (ACK, NACK, CNP) instead: they
@@ -43,17 +41,11 @@ def flow_path(net: Network, qp: QueuePair, reverse: bool = False, entropy: int |
     probe = Packet(
         DATA, qp, src, dst, 0, qp.mtu + HEADER_BYTES, qp.mtu, entropy, data_packet_hash(qp, entropy), 0
     )
-    port = net.hosts[src].route[dst].port
-    path = [port]
-    for _ in range(MAX_HOPS):
-        node = port.peer_owner
-        if isinstance(node, Host):
-            if node.id != dst:
-                raise ValueError(f"flow {qp.flow_id}: path reached host {node.id}, not host {dst}")
-            return path
-        cands = node.table[dst]
-        if not cands:
-            raise ValueError(f"flow {qp.flow_id}: no route to host {dst} at {node.name}")
-        port = cands[0] if len(cands) == 1 else node.select(node, probe, cands)
-        path.append(port)
-    raise ValueError(f"flow {qp.flow_id}: no destination within {MAX_HOPS} hops (routing loop?)")
+    route = trace_route(net, src, dst, probe=probe)
+    if route.end == "wrong_host":
+        raise ValueError(f"flow {qp.flow_id}: path reached host {route.end_node.id}, not host {dst}")
+    if route.end == "unreachable":
+        raise ValueError(f"flow {qp.flow_id}: no route to host {dst} at {route.end_node.name}")
+    if route.end == "loop":
+        raise ValueError(f"flow {qp.flow_id}: no destination within {MAX_HOPS} hops (routing loop?)")
+    return route.ports

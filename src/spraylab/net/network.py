@@ -13,6 +13,7 @@ from spraylab.engine.simulator import Simulator, StopSimulation
 from spraylab.net.host import Host, Nic
 from spraylab.net.packet import Packet
 from spraylab.net.port import EcnConfig, IngressCounter, PfcPort, Port, sim_drop
+from spraylab.net.routes import RouteGroup
 from spraylab.net.switch import SharedBuffer, Switch
 from spraylab.topology.fabric import Fabric
 from spraylab.transport.params import TransportParams
@@ -67,6 +68,8 @@ class Network:
         self.routed_down: set[int] = set()  # ids of ports that routing has removed (both directions)
         self.link_changes = 0  # bumped by every link event (down, reroute, rate): caches key on it
         self.link_changed_ps = 0  # when it was last bumped
+        self.route_version = 0  # bumped by every routing recomputation (RouteGroup.version)
+        self._groups: dict[tuple[str, str | int], RouteGroup] = {}  # (switch, dst ToR or host id)
         self.qps: list[QueuePair] = []
         self.injected_packets = 0
         self.consumed_packets = 0
@@ -85,7 +88,7 @@ class Network:
         sim, fabric, sp = self.sim, self.fabric, self.switch_params
         salt_rng = sim.derive_rng(0x5A17)
         for name, tier in fabric.switch_tier.items():
-            switch = Switch(sim, name, len(self.switches), tier, salt_rng.getrandbits(32))
+            switch = Switch(sim, name, len(self.switches), tier, salt_rng.getrandbits(64))
             switch.buffer = SharedBuffer(sp.buffer_bytes, sp.dt_alpha)
             self.switches[name] = switch
         for host_id, name in enumerate(fabric.hosts):
@@ -144,38 +147,49 @@ class Network:
         return port
 
     def _compute_routes(self) -> None:
-        """Equal-cost next hops per (switch, destination host), shared per destination ToR."""
+        """Equal-cost next hops per (switch, destination host), one route group per
+        destination ToR (and per directly attached host), re-installed in place."""
         fabric = self.fabric
         routed_down = self.routed_down
+        self.route_version += 1
+        version = self.route_version
         # A switch pair is cut only when all of its parallel links are down.
         down_pairs = {
             pair for pair, ports in self.link_ports.items() if all(id(p) in routed_down for p in ports)
         }
         adj = fabric.switch_neighbours(down_pairs)
         n = len(self.hosts)
-        tables = {name: [[] for _ in range(n)] for name in self.switches}
+        unrouted = RouteGroup(version=version)  # never installed: no candidate
+        tables: dict[str, list[RouteGroup]] = {name: [unrouted] * n for name in self.switches}
         hosts_by_tor: dict[str, list[int]] = {}
         for h in self.hosts:
             hosts_by_tor.setdefault(fabric.host_tor[h.id], []).append(h.id)
+        # per switch: its routed ports towards other switches, with the peer's name
+        fabric_ports = {
+            name: [
+                (p, p.peer_owner.name)
+                for p in switch.ports
+                if isinstance(p.peer_owner, Switch) and id(p) not in routed_down
+            ]
+            for name, switch in self.switches.items()
+        }
         for tor, tor_hosts in hosts_by_tor.items():
             dist = fabric.distances_to(tor, adj)
-            for name, switch in self.switches.items():
-                if name == tor or name not in dist:
+            for name in self.switches:
+                if name == tor:
                     continue
-                want = dist[name] - 1
-                cands = [
-                    p
-                    for p in switch.ports
-                    if isinstance(p.peer_owner, Switch)
-                    and dist.get(p.peer_owner.name, -1) == want
-                    and id(p) not in routed_down
-                ]
+                want = dist[name] - 1 if name in dist else -2  # unreachable: no candidate
+                cands = self._group(name, tor)
+                cands.install([p for p, peer in fabric_ports[name] if dist.get(peer, -1) == want], version)
+                table = tables[name]
                 for h in tor_hosts:
-                    tables[name][h] = cands
+                    table[h] = cands
         for name, switch in self.switches.items():
             for port in switch.ports:
                 if isinstance(port.peer_owner, Host):
-                    tables[name][port.peer_owner.id] = [port]
+                    direct = self._group(name, port.peer_owner.id)
+                    direct.install((port,), version)
+                    tables[name][port.peer_owner.id] = direct
                     if fabric.host_tor[port.peer_owner.id] == name and port.peer_owner.id not in switch.hosts:
                         switch.hosts.append(port.peer_owner.id)
             switch.table = tables[name]
@@ -189,6 +203,12 @@ class Network:
                         if isinstance(port.peer_owner, Host):
                             route[port.peer_owner.id] = nic
             host.route = route
+
+    def _group(self, switch: str, dst: str | int) -> RouteGroup:
+        group = self._groups.get((switch, dst))
+        if group is None:
+            group = self._groups[(switch, dst)] = RouteGroup()
+        return group
 
     # --- failures and asymmetry ------------------------------------------------------
     def _link_changed(self) -> None:
@@ -204,7 +224,9 @@ class Network:
         if parallel is None:
             return forward + backward
         if not 0 <= parallel < len(forward):
-            raise IndexError(f"{a!r} and {b!r} have {len(forward)} parallel link(s): index 0..{len(forward) - 1}")
+            raise IndexError(
+                f"{a!r} and {b!r} have {len(forward)} parallel link(s): index 0..{len(forward) - 1}"
+            )
         return [forward[parallel], backward[parallel]]
 
     def schedule_link_down(
@@ -225,7 +247,9 @@ class Network:
 
         self.sim.at(at_ps, down)
 
-    def schedule_link_rate(self, at_ps: int, a: str, b: str, fraction: float, parallel: int | None = None) -> None:
+    def schedule_link_rate(
+        self, at_ps: int, a: str, b: str, fraction: float, parallel: int | None = None
+    ) -> None:
         ports = self.ports_between(a, b, parallel)
 
         def degrade(_: Any) -> None:

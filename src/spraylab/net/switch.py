@@ -7,12 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from spraylab.net.packet import DATA, Packet
 from spraylab.net.port import sim_drop
+from spraylab.net.routes import RouteGroup, hop_hash
 
 if TYPE_CHECKING:
     from spraylab.net.port import Port
 
 # A switch-side load balancer: (switch, packet, equal-cost candidates) -> chosen port.
-Selector = Callable[["Switch", Packet, list["Port"]], "Port"]
+Selector = Callable[["Switch", Packet, RouteGroup], "Port"]
 
 
 class SharedBuffer:
@@ -49,7 +50,8 @@ class SharedBuffer:
 
 
 class Switch:
-    """Forwards by destination host: ``table[dst]`` lists the equal-cost egress ports.
+    """Forwards by destination host: ``table[dst]`` is the route group (the equal-cost egress
+    ports, see ``spraylab.net.routes``).
 
     ``select`` is the load balancer's per-packet choice (ECMP unless a scheme installs its
     own). A ToR ``program`` (ToR-assisted spraying, flowlets) sees every packet first and
@@ -65,7 +67,7 @@ class Switch:
         self.salt = salt
         self.ports: list[Port] = []
         self.uplinks: list[Port] = []
-        self.table: list[list[Port]] = []
+        self.table: list[RouteGroup] = []
         self.select: Selector = ecmp_select
         self.program: Any = None
         self.buffer: SharedBuffer | None = None
@@ -98,6 +100,6 @@ class Switch:
         return f"Switch({self.name})"
 
 
-def ecmp_select(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
+def ecmp_select(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
     """ECMP: hash of the flow's 5-tuple and entropy with a per-switch salt."""
-    return cands[hash((pkt.hash, switch.salt)) % len(cands)]
+    return cands[hop_hash(pkt.hash, switch.salt) % len(cands)]

@@ -6,6 +6,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from spraylab.net.packet import ACK, CONTROL_BYTES, DATA, HEADER_BYTES, Packet
+from spraylab.net.routes import packet_hash, trace_route
 from spraylab.transport.dcqcn import Dcqcn
 from spraylab.transport.params import TransportParams
 
@@ -76,6 +77,7 @@ class QueuePair:
         "ideal",
         "sack_count",
         "entropy",
+        "flow_hash",
         "psn_window",
         "window_packets",
         "lb",
@@ -131,6 +133,7 @@ class QueuePair:
         self.ideal = params.recovery == "ideal"
         self.sack_count = 0  # ideal: the receiver's first arrivals the sender has heard of (SACK)
         self.entropy = net.flow_rng.getrandbits(16)
+        self.flow_hash = packet_hash(self.flow_id, self.entropy)  # the header hash on that entropy
         self.psn_window = NO_WINDOW
         self.window_packets = (
             max(1, params.window_bytes // (self.mtu + HEADER_BYTES)) if params.window_bytes else NO_WINDOW
@@ -210,9 +213,8 @@ class QueuePair:
         size = payload + HEADER_BYTES
         lb = self.lb
         entropy = self.entropy if lb is None else lb.entropy(self, psn)
-        pkt = Packet(
-            DATA, self, self.src, self.dst, psn, size, payload, entropy, (self.flow_id << 16) | entropy, now
-        )
+        h = self.flow_hash if entropy == self.entropy else packet_hash(self.flow_id, entropy)
+        pkt = Packet(DATA, self, self.src, self.dst, psn, size, payload, entropy, h, now)
         if psn < self.max_sent:
             pkt.retx = True
             self.retx_packets += 1
@@ -379,21 +381,15 @@ class QueuePair:
 
     def _path_delays(self) -> None:
         """``base_rtt_ps``: round trip of a data packet and its ACK on the idle fabric along
-        one route (the first equal-cost candidate at each switch), i.e. propagation both ways
-        plus one data and one control serialization per hop; ``return_ps``: its ACK half
-        (destination to source)."""
+        the representative route (``trace_route``: the first equal-cost candidate at each
+        switch; if the destination is unreachable right now, the route so far), i.e.
+        propagation both ways plus one data and one control serialization per hop;
+        ``return_ps``: its ACK half (destination to source)."""
         data = self.mtu + HEADER_BYTES
-        port = self.nic.port
         forward = back = 0
-        for _ in range(64):  # hop limit
+        for hop in trace_route(self.net, self.src, self.dst).hops:
+            port = hop.port
             forward += port.delay_ps + int(data * port.ps_per_byte)
             back += port.delay_ps + int(CONTROL_BYTES * port.ps_per_byte)
-            table = getattr(port.peer_owner, "table", None)
-            if table is None:  # reached a host
-                break
-            cands = table[self.dst]
-            if not cands:  # unreachable right now: the route so far
-                break
-            port = cands[0]
         self.base_rtt_ps = forward + back
         self.return_ps = back
