@@ -1654,14 +1654,14 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
 def dfs_route(quick: dict[str, Any] | None) -> dict[str, Any] | None:
     """Paths and base RTT as DFS reads them from the fabric (one cross-leaf flow of the permutation)."""
     from spraylab.experiment import build
-    from spraylab.net.packet import HEADER_BYTES
+    from spraylab.net.framing import data_wire_bytes
 
     sc = job_scenario("permutation_128.toml", "dfs/sr", 1, quick)
     simulation = build(sc)
     qp = simulation.net.qps[0]
     paths, rtt_ps = simulation.net.lb.route_info(qp)
     rate = qp.line_rate_bps
-    pkt = qp.mtu + HEADER_BYTES  # a data packet on the wire
+    pkt = data_wire_bytes(qp.mtu)  # a data packet on the wire
     bdp_bytes = rate * rtt_ps / 8e12
     return {"paths": paths, "rtt_us": rtt_ps / US, "bdp_bytes": bdp_bytes, "bdp_pkts": bdp_bytes / pkt}
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spraylab.net.host import Host
-from spraylab.net.packet import DATA, HEADER_BYTES, Packet
+from spraylab.net.framing import data_wire_bytes
+from spraylab.net.packet import DATA, Packet
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -41,7 +42,7 @@ def flow_path(net: Network, qp: QueuePair, reverse: bool = False, entropy: int |
     if entropy is None:
         entropy = qp.entropy
     probe = Packet(
-        DATA, qp, src, dst, 0, qp.mtu + HEADER_BYTES, qp.mtu, entropy, data_packet_hash(qp, entropy), 0
+        DATA, qp, src, dst, 0, data_wire_bytes(qp.mtu), qp.mtu, entropy, data_packet_hash(qp, entropy), 0
     )
     port = net.hosts[src].route[dst].port
     path = [port]
