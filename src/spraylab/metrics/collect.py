@@ -8,8 +8,14 @@ import numpy as np
 import pandas as pd
 
 from spraylab.metrics.result import Result, percentile, size_bucket
+from spraylab.net.framing import (
+    ACK_WIRE_BYTES,
+    CNP_WIRE_BYTES,
+    DATA_OVERHEAD_BYTES,
+    NACK_WIRE_BYTES,
+    data_wire_bytes,
+)
 from spraylab.net.host import Host
-from spraylab.net.framing import ACK_WIRE_BYTES, CNP_WIRE_BYTES, DATA_OVERHEAD_BYTES, NACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.port import Port
 from spraylab.net.switch import Switch
 from spraylab.transport.qp import NO_WINDOW

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spraylab.net.host import Host
 from spraylab.net.framing import data_wire_bytes
+from spraylab.net.host import Host
 from spraylab.net.packet import DATA, Packet
 
 if TYPE_CHECKING:
