@@ -324,15 +324,18 @@ def test_rps_ideal_transport_reaches_line_rate() -> None:
     assert result.summary["retx_packets"] == 0
 
 
-def test_flow_path_is_the_path_packets_take() -> None:
+@pytest.mark.parametrize("cc", ["none", "dcqcn"])
+def test_flow_path_is_the_path_packets_take(cc: str) -> None:
     """Exact per-port byte accounting on a completed ECMP run: every port carries the data
-    packets of the flows whose traced path crosses it, plus the control frames (each its own size) of the
-    flows whose reverse (ACK) path crosses it, and nothing else."""
+    packets of the flows whose traced path crosses it, plus the control frames (ACK, NACK,
+    CNP, each its own size) of the flows whose reverse (ACK) path crosses it, and nothing else.
+    Under DCQCN, flows long enough for a hash collision to build a queue past the ECN band
+    (400 KB at 400G) get marked, so CNPs are counted too."""
     sc = scenario(
         {"leaves": 4, "spines": 4, "hosts_per_leaf": 4},
-        {"kind": "permutation", "size": "300KB"},
+        {"kind": "permutation", "size": "300KB" if cc == "none" else "2MB"},
         switch={"lossless": True},
-        transport={"cc": "none"},
+        transport={"cc": cc},
     )
     sim = build(validate(sc))
     sim.run()
@@ -340,6 +343,7 @@ def test_flow_path_is_the_path_packets_take() -> None:
     check_run(result, lossless=True)
     assert result.summary["completed"]
     assert result.summary["retx_packets"] == 0
+    assert (result.summary["cnps"] > 0) == (cc == "dcqcn")
     expected: dict[int, int] = {id(p): 0 for p in sim.net.ports}
     for qp in sim.net.qps:
         assert qp.sent_packets == qp.n_packets
