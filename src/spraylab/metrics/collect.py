@@ -208,6 +208,7 @@ def summarize(
         "uplink_imbalance_max": imbalance_max,
         "uplink_imbalance_mean": imbalance_mean,
         "packet_hops": int(links["tx_packets"].sum()),
+        "acks": sum(qp.rx.acks_sent for qp in net.qps),  # what ACK coalescing saves
         # Link bytes per packet type (spraylab.net.framing), to re-derive wire loads.
         "data_overhead_bytes": DATA_OVERHEAD_BYTES,
         "ack_wire_bytes": ACK_WIRE_BYTES,
