@@ -1,8 +1,8 @@
 """Acceptance tests of the packet-level core, each checked against theory (analytic FCT,
 max-min fair shares, link capacities, conservation laws), never against what the code prints.
 
-Numbers used throughout: 400 Gb/s links (20 ps per byte), 1 us per hop, 4096 B payload + 64 B
-headers per data packet, 64 B control packets. Every run goes through ``check_run``, which
+Numbers used throughout: 400 Gb/s links (20 ps per byte), 1 us per hop, 4096 B payload per data
+packet, RoCEv2 framing on the wire (``spraylab.net.framing``: 82 B per data packet, 86 B ACKs). Every run goes through ``check_run``, which
 re-derives packet conservation from the summary and, on lossless fabrics, asserts that nothing
 was dropped (criterion 5); ``Simulation.result()`` itself raises on a violated self-check.
 """
@@ -20,6 +20,7 @@ from spraylab.experiment import Simulation, build, run
 from spraylab.metrics.maxmin import jain_index, max_min_rates
 from spraylab.metrics.paths import flow_path
 from spraylab.metrics.result import Result
+from spraylab.net.framing import ACK_WIRE_BYTES, CNP_WIRE_BYTES, NACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.host import Host
 
 PS_PER_S = 10**12
@@ -29,14 +30,12 @@ LINE_BPS = 400e9
 PS_PER_BYTE = 20  # at 400 Gb/s
 LINK_DELAY_PS = 1 * US
 MTU = 4096
-HEADER = 64
-CONTROL = 64
-WIRE = MTU + HEADER
+WIRE = data_wire_bytes(MTU)
 PAYLOAD_SHARE = MTU / WIRE
 PAYLOAD_RATE = LINE_BPS * PAYLOAD_SHARE  # the most payload a 400G link can carry
-# A host both sends one flow and ACKs (one 64 B ACK per data packet) the flow it receives:
+# A host both sends one flow and ACKs (one ACK frame per data packet) the flow it receives:
 # its uplink then carries at most this much payload.
-PAYLOAD_RATE_WITH_ACKS = LINE_BPS * MTU / (WIRE + CONTROL)
+PAYLOAD_RATE_WITH_ACKS = LINE_BPS * MTU / (WIRE + ACK_WIRE_BYTES)
 
 FABRIC_64 = {"leaves": 8, "spines": 8, "hosts_per_leaf": 8}  # non-blocking, 1:1
 
@@ -115,8 +114,8 @@ def analytic_idle_fct_ps(size: int, hops: int) -> int:
     """Store-and-forward of the first packet over ``hops`` links, the rest streaming behind it
     at line rate."""
     n_packets = math.ceil(size / MTU)
-    wire_bytes = size + n_packets * HEADER
-    first = min(size, MTU) + HEADER
+    wire_bytes = (n_packets - 1) * WIRE + data_wire_bytes(size - (n_packets - 1) * MTU)
+    first = data_wire_bytes(min(size, MTU))
     return hops * (LINK_DELAY_PS + first * PS_PER_BYTE) + (wire_bytes - first) * PS_PER_BYTE
 
 
@@ -327,15 +326,18 @@ def test_rps_ideal_transport_reaches_line_rate() -> None:
     assert result.summary["retx_packets"] == 0
 
 
-def test_flow_path_is_the_path_packets_take() -> None:
+@pytest.mark.parametrize("cc", ["none", "dcqcn"])
+def test_flow_path_is_the_path_packets_take(cc: str) -> None:
     """Exact per-port byte accounting on a completed ECMP run: every port carries the data
-    packets of the flows whose traced path crosses it, plus the 64 B control packets of the
-    flows whose reverse (ACK) path crosses it, and nothing else."""
+    packets of the flows whose traced path crosses it, plus the control frames (ACK, NACK,
+    CNP, each its own size) of the flows whose reverse (ACK) path crosses it, and nothing else.
+    Under DCQCN, flows long enough for a hash collision to build a queue past the ECN band
+    (400 KB at 400G) get marked, so CNPs are counted too."""
     sc = scenario(
         {"leaves": 4, "spines": 4, "hosts_per_leaf": 4},
-        {"kind": "permutation", "size": "300KB"},
+        {"kind": "permutation", "size": "300KB" if cc == "none" else "2MB"},
         switch={"lossless": True},
-        transport={"cc": "none"},
+        transport={"cc": cc},
     )
     sim = build(validate(sc))
     sim.run()
@@ -343,12 +345,16 @@ def test_flow_path_is_the_path_packets_take() -> None:
     check_run(result, lossless=True)
     assert result.summary["completed"]
     assert result.summary["retx_packets"] == 0
+    assert (result.summary["cnps"] > 0) == (cc == "dcqcn")
     expected: dict[int, int] = {id(p): 0 for p in sim.net.ports}
     for qp in sim.net.qps:
         assert qp.sent_packets == qp.n_packets
-        data_bytes = qp.spec.size_bytes + qp.n_packets * HEADER
+        last_payload = qp.spec.size_bytes - (qp.n_packets - 1) * MTU
+        data_bytes = (qp.n_packets - 1) * WIRE + data_wire_bytes(last_payload)
         rx = qp.rx
-        control_bytes = CONTROL * (rx.acks_sent + rx.nacks_sent + rx.cnps_sent)
+        control_bytes = (
+            ACK_WIRE_BYTES * rx.acks_sent + NACK_WIRE_BYTES * rx.nacks_sent + CNP_WIRE_BYTES * rx.cnps_sent
+        )
         for port in flow_path(sim.net, qp):
             expected[id(port)] += data_bytes
         for port in flow_path(sim.net, qp, reverse=True):

@@ -25,12 +25,13 @@ from collections import Counter
 import pytest
 from simutil import US, make_net, run_flows, small_leaf_spine
 
+from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.packet import ACK, DATA
 from spraylab.net.port import sim_drop
 from spraylab.workload.flows import FlowSpec
 
 RTO_PS = 1_000 * US
-DATA_WIRE = 4096 + 64  # bytes of a full data packet
+DATA_WIRE = data_wire_bytes(4096)  # link bytes of a full data packet
 PS_PER_BYTE = 20  # 400 Gb/s
 
 
@@ -163,9 +164,9 @@ def test_notice_comes_one_base_rtt_after_the_lost_packet_was_sent() -> None:
 
     port.receive_at_peer = receive
     assert run_flows(sim, net, []) == "done"
-    # 4 hops of 1 us each way, a 4160 B data packet forward and a 64 B ACK back per hop.
-    assert qp.return_ps == 4 * US + 4 * 64 * PS_PER_BYTE
-    assert qp.base_rtt_ps == 8 * US + 4 * (DATA_WIRE + 64) * PS_PER_BYTE
+    # 4 hops of 1 us each way, a full data packet forward and an ACK frame back per hop.
+    assert qp.return_ps == 4 * US + 4 * ACK_WIRE_BYTES * PS_PER_BYTE
+    assert qp.base_rtt_ps == 8 * US + 4 * (DATA_WIRE + ACK_WIRE_BYTES) * PS_PER_BYTE
     notice = max(seen["sent"] + qp.base_rtt_ps, seen["dropped"] + qp.return_ps)
     assert notice == seen["sent"] + qp.base_rtt_ps  # dropped one hop out: the forward part rules
     # Resent at the notice, or when the NIC finishes the packet it is sending then.

@@ -12,6 +12,7 @@ from simutil import US, make_net, run_flows, small_leaf_spine
 
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import REGISTRY, load_builtin_schemes, make_lb
+from spraylab.net.framing import data_wire_bytes
 from spraylab.net.packet import ACK, DATA
 from spraylab.net.routes import packet_hash
 from spraylab.net.switch import ecmp_select
@@ -293,7 +294,7 @@ def test_wcmp_beats_ecmp_when_the_asymmetry_decides() -> None:
     6.9), WCMP binomial(256, 1/13) (19.7, sd 4.3). Completion is at least the busiest
     downlink's bytes over its rate; WCMP ends close to that bound (within 25% + 10 µs of
     start-up and round trip), ECMP cannot beat its 100 Gb/s link's share."""
-    per_flow = 15 * (4096 + 64) + (64_000 - 15 * 4096 + 64)  # wire bytes of one 64 KB flow
+    per_flow = 15 * data_wire_bytes(4096) + data_wire_bytes(64_000 - 15 * 4096)  # link bytes of one flow
     results = {}
     for lb in ("ecmp", "wcmp"):
         sim, net = make_net(small_leaf_spine(leaves=2, spines=4, hosts_per_leaf=4), lb=lb, recovery="sr")
@@ -381,7 +382,7 @@ def test_flowlet_gaps_repick_uplinks() -> None:
     used = {}
     for gap_us in (50.0, 1000.0):
         sim, net = make_net(
-            fabric, lb="flowlet", lb_params={"gap_us": gap_us}, recovery="ideal", window_bytes=4160
+            fabric, lb="flowlet", lb_params={"gap_us": gap_us}, recovery="ideal", window_bytes=data_wire_bytes(4096)
         )
         run_flows(sim, net, [FlowSpec(0, 0, 2, 40 * 4096)])
         used[gap_us] = [p.tx_packets for p in leaf_uplinks(net)]

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from simutil import make_net, small_leaf_spine
 
-from spraylab.net.packet import DATA, HEADER_BYTES, Packet
+from spraylab.net.framing import data_wire_bytes
+from spraylab.net.packet import DATA, Packet
 from spraylab.workload.flows import FlowSpec
 
 
@@ -17,7 +18,7 @@ def deliver(order: list[int], n_packets: int = 16) -> tuple[int, int]:
     (qp,) = net.add_flows([FlowSpec(0, 0, 1, n_packets * 4096)])
     for psn in order:
         net.injected_packets += 1  # as if sent: the receiver consumes it
-        qp.rx.on_data(Packet(DATA, qp, 0, 1, psn, 4096 + HEADER_BYTES, 4096, 0, 0, 0))
+        qp.rx.on_data(Packet(DATA, qp, 0, 1, psn, data_wire_bytes(4096), 4096, 0, 0, 0))
     return qp.rx.nacks_sent, qp.rx.epsn
 
 

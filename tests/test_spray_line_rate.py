@@ -6,7 +6,7 @@ flows' shares), ideal transport, no congestion control: every flow offers line r
 
 Theory:
 
-* per-flow line rate is the goodput of full packets, ``rate x MTU / (MTU + HEADER_BYTES)``
+* per-flow line rate is the goodput of full packets, ``rate x MTU / data_wire_bytes(MTU)`` (RoCEv2 framing)
   (framing from ``spraylab.net.packet``); the first packet's store-and-forward latency across
   six hops (under 3 us) is under 2% of the 163 us a flow takes, leaving the rest of the
   10% margin to queueing;
@@ -28,7 +28,7 @@ from collections import Counter
 import pytest
 from simutil import make_net, run_flows
 
-from spraylab.net.packet import HEADER_BYTES
+from spraylab.net.framing import data_wire_bytes
 from spraylab.net.routes import packet_hash, trace_route
 from spraylab.topology.fat_tree import fat_tree
 from spraylab.workload.flows import FlowSpec
@@ -52,7 +52,7 @@ def run_pod0(lb: str, params: dict | None = None):
 
 def fraction_of_line_rate(net, qp) -> float:
     mtu = net.transport.mtu_bytes
-    goodput_bps = RATE_BPS * mtu / (mtu + HEADER_BYTES)
+    goodput_bps = RATE_BPS * mtu / data_wire_bytes(mtu)
     return SIZE_BYTES * 8e12 / (qp.rx.finish_ps - qp.start_ps) / goodput_bps
 
 

@@ -20,7 +20,8 @@ import pytest
 from simutil import US, fct_ps, make_net, run_flows, small_leaf_spine
 
 from spraylab.lb.base import REGISTRY, load_builtin_schemes, make_lb
-from spraylab.net.packet import CONTROL_BYTES, DATA, HEADER_BYTES, NACK, Packet
+from spraylab.net.framing import NACK_WIRE_BYTES, data_wire_bytes
+from spraylab.net.packet import DATA, NACK, Packet
 from spraylab.net.port import sim_drop
 from spraylab.workload.flows import FlowSpec
 
@@ -170,12 +171,12 @@ def dst_tor(mode: str, recovery: str, hold_timeout: int = 10 * US, **params):
     program = leaf1.program
 
     def data(psn: int, path: int, seq: int) -> bool:
-        pkt = Packet(DATA, qp, 0, 4, psn, MTU + HEADER_BYTES, MTU, 0, 0, sim.now)
+        pkt = Packet(DATA, qp, 0, 4, psn, data_wire_bytes(MTU), MTU, 0, 0, sim.now)
         pkt.path_id, pkt.path_seq = path, seq
         return program.on_packet(leaf1, pkt)
 
     def nack(x: int) -> bool:
-        return program.on_packet(leaf1, Packet(NACK, qp, 4, 0, x, CONTROL_BYTES, 0, 0, 0, sim.now))
+        return program.on_packet(leaf1, Packet(NACK, qp, 4, 0, x, NACK_WIRE_BYTES, 0, 0, 0, sim.now))
 
     return SimpleNamespace(
         sim=sim, net=net, lb=net.lb, data=data, nack=nack, to_host=to_host, to_sender=to_sender
@@ -282,7 +283,7 @@ def test_reorder_resequences_and_flushes() -> None:
     assert sent[-1].psn == 4 and t.lb.held_packets() == 1
     t.sim.run(until_ps=t.sim.now + 50 * US)
     assert t.lb.reseq_flush_timeout == 1 and sent[-1].psn == 10
-    assert t.lb.stats()["reseq_peak_bytes"] == 4 * (MTU + HEADER_BYTES)
+    assert t.lb.stats()["reseq_peak_bytes"] == 4 * (data_wire_bytes(MTU))
 
 
 # --- whole fabric, no loss ---------------------------------------------------------------

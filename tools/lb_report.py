@@ -693,6 +693,9 @@ def claim5_prose(rec: Records, stem: str) -> str:
 
 
 def build_page(rec: Records, meta: dict[str, Any]) -> str:
+    from spraylab.net.framing import data_wire_bytes
+
+    WIRE_4K = data_wire_bytes(4096)  # a full 4 KB data packet on the wire
     P = "permutation_128"
     A = "alltoall_128x1MB"
     F = "alltoall_128x8MB"
@@ -1533,8 +1536,8 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             "in a flow's packets. spraylab's LetFlow keys the two directions of a flow apart (data at the "
             "sender's ToR, ACK/NACK/CNP at the receiver's ToR), so one flowlet per flow and direction is the "
             "minimum. An RDMA NIC paces a queue pair's packets back to back at its DCQCN rate: at 400 Gb/s a "
-            "4 KB packet (4,160 B on the wire) leaves every ~83 ns, and a 50 us gap needs a rate below "
-            f"{4160 * 8 / 50e-6 / 1e9:.2f} Gb/s, or a stall. DCQCN provides the first: a collided queue keeps "
+            f"4 KB packet ({WIRE_4K:,} B on the wire) leaves every ~84 ns, and a 50 us gap needs a rate below "
+            f"{WIRE_4K * 8 / 50e-6 / 1e9:.2f} Gb/s, or a stall. DCQCN provides the first: a collided queue keeps "
             "marking while it drains and its flows are cut every few us, down to a fraction of a Gb/s, and at "
             "that rate the next packet opens a new flowlet on a random uplink. So flowlets appear where "
             f"collisions are: {fmt_int(fl[0][1]['summary'].get('lb.flowlets'))} flowlets for "
@@ -1654,14 +1657,14 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
 def dfs_route(quick: dict[str, Any] | None) -> dict[str, Any] | None:
     """Paths and base RTT as DFS reads them from the fabric (one cross-leaf flow of the permutation)."""
     from spraylab.experiment import build
-    from spraylab.net.packet import HEADER_BYTES
+    from spraylab.net.framing import data_wire_bytes
 
     sc = job_scenario("permutation_128.toml", "dfs/sr", 1, quick)
     simulation = build(sc)
     qp = simulation.net.qps[0]
     paths, rtt_ps = simulation.net.lb.route_info(qp)
     rate = qp.line_rate_bps
-    pkt = qp.mtu + HEADER_BYTES  # a data packet on the wire
+    pkt = data_wire_bytes(qp.mtu)  # a data packet on the wire
     bdp_bytes = rate * rtt_ps / 8e12
     return {"paths": paths, "rtt_us": rtt_ps / US, "bdp_bytes": bdp_bytes, "bdp_pkts": bdp_bytes / pkt}
 

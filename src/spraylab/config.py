@@ -193,9 +193,24 @@ class TransportSection(Section):
     cnp_on_ooo: bool | None = None
     nack_timer: TimePs = 4_000_000
     rto: PositiveTimePs = 1_000_000_000
-    ack_every: int = Field(default=1, ge=1)
+    # ACK coalescing (spraylab.transport.receiver): an ACK per ack_every accepted packets, per
+    # ack_every_bytes payload bytes or ack_delay after the first unacknowledged packet,
+    # whichever comes first; 0 turns one off.
+    ack_every: int = Field(default=1, ge=0)
+    ack_every_bytes: Bytes = 0
+    ack_delay: TimePs = 0
     window: Bytes = 0
     dcqcn: DcqcnSection = DcqcnSection()
+
+    @model_validator(mode="after")
+    def _coalescing(self) -> TransportSection:
+        for key, value in (("ack_every_bytes", self.ack_every_bytes), ("ack_delay", self.ack_delay)):
+            if value and self.ack_every == 1:
+                raise ValueError(
+                    f"transport.{key} = {value}: no effect while ack_every = 1 (an ACK per packet); "
+                    "set ack_every = 0 (off) or above 1"
+                )
+        return self
 
 
 # --- load balancer ------------------------------------------------------------------------

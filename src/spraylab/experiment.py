@@ -62,6 +62,8 @@ def transport_params(scenario: Scenario) -> TransportParams:
         nack_timer_ps=t.nack_timer,
         rto_ps=t.rto,
         ack_every=t.ack_every,
+        ack_every_bytes=t.ack_every_bytes,
+        ack_delay_ps=t.ack_delay,
         window_bytes=t.window,
         dcqcn=DcqcnParams(
             g=d.g,

@@ -101,7 +101,7 @@ from pydantic import Field
 
 from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.metrics.paths import flow_path
-from spraylab.net.packet import CONTROL_BYTES, HEADER_BYTES
+from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.routes import trace_route
 from spraylab.transport.qp import PS_BITS
 
@@ -118,7 +118,7 @@ AUTO_BOUND_MIN = 64  # the spec's default B, kept as the floor of "auto"
 
 def _bdp_packets(qp: QueuePair, base_rtt_ps: float) -> int:
     """One bandwidth-delay product at the flow's line rate, in (whole) data packets."""
-    return -(-int(qp.line_rate_bps * base_rtt_ps / PS_BITS) // (qp.mtu + HEADER_BYTES))
+    return -(-int(qp.line_rate_bps * base_rtt_ps / PS_BITS) // data_wire_bytes(qp.mtu))
 
 
 class DfsParams(LbParams):
@@ -277,17 +277,17 @@ class DynamicFlowSpraying(LoadBalancer):
         cached = self._route_cache.get(key)
         if cached is not None:
             return cached
-        data_bytes = qp.mtu + HEADER_BYTES
+        data_bytes = data_wire_bytes(qp.mtu)
         route = trace_route(self.net, qp.src, qp.dst)
         rtt = (
             first.delay_ps
             + data_bytes * first.ps_per_byte
             + first.delay_ps
-            + CONTROL_BYTES * first.ps_per_byte
+            + ACK_WIRE_BYTES * first.ps_per_byte
         )
         for hop in route.hops[1:]:
             port = hop.port
-            rtt += 2 * port.delay_ps + (data_bytes + CONTROL_BYTES) * port.ps_per_byte
+            rtt += 2 * port.delay_ps + (data_bytes + ACK_WIRE_BYTES) * port.ps_per_byte
         info = (max(1, route.paths), float(rtt))
         self._route_cache[key] = info
         return info
@@ -421,7 +421,7 @@ class DynamicFlowSpraying(LoadBalancer):
         # the fastest and it is not suspect (charged with a loss). A retransmission avoids
         # the path that carried the original and, if it can, paths not yet measured or
         # silent for over 2 min RTTs while carrying packets.
-        limit = rtt_min + state.bound * (qp.mtu + HEADER_BYTES) * PS_BITS / qp.rate_bps
+        limit = rtt_min + state.bound * qp.full_wire_bytes * PS_BITS / qp.rate_bps
         # Silence means death only over the ideal transport, which acknowledges every packet
         # (an RNIC acknowledges nothing behind a hole: see the module doc).
         dead_before = now - self.silence_rtts * rtt_min if qp.ideal else -1

@@ -8,8 +8,14 @@ import numpy as np
 import pandas as pd
 
 from spraylab.metrics.result import Result, percentile, size_bucket
+from spraylab.net.framing import (
+    ACK_WIRE_BYTES,
+    CNP_WIRE_BYTES,
+    DATA_OVERHEAD_BYTES,
+    NACK_WIRE_BYTES,
+    data_wire_bytes,
+)
 from spraylab.net.host import Host
-from spraylab.net.packet import CONTROL_BYTES, HEADER_BYTES
 from spraylab.net.routes import trace_route
 from spraylab.net.switch import Switch
 from spraylab.transport.qp import NO_WINDOW
@@ -25,8 +31,9 @@ def ideal_fct_ps(net: Network, src: int, dst: int, size_bytes: int, mtu: int) ->
     hop along the representative route (``trace_route``), the rest stream behind it at the
     bottleneck rate. 0 if the destination is unreachable."""
     n_packets = max(1, -(-size_bytes // mtu))
-    wire_bytes = size_bytes + n_packets * HEADER_BYTES
-    first = min(size_bytes, mtu) + HEADER_BYTES
+    last = size_bytes - (n_packets - 1) * mtu
+    wire_bytes = (n_packets - 1) * data_wire_bytes(mtu) + data_wire_bytes(last)
+    first = data_wire_bytes(min(size_bytes, mtu))
     route = trace_route(net, src, dst)
     if route.end == "unreachable":
         return 0
@@ -198,7 +205,12 @@ def summarize(
         "uplink_imbalance_max": imbalance_max,
         "uplink_imbalance_mean": imbalance_mean,
         "packet_hops": int(links["tx_packets"].sum()),
-        "control_bytes_per_packet": CONTROL_BYTES,
+        "acks": sum(qp.rx.acks_sent for qp in net.qps),  # what ACK coalescing saves
+        # Link bytes per packet type (spraylab.net.framing), to re-derive wire loads.
+        "data_overhead_bytes": DATA_OVERHEAD_BYTES,
+        "ack_wire_bytes": ACK_WIRE_BYTES,
+        "nack_wire_bytes": NACK_WIRE_BYTES,
+        "cnp_wire_bytes": CNP_WIRE_BYTES,
     }
     for bucket, part in done.groupby("size_bucket"):
         summary[f"slowdown_mean[{bucket}]"] = float(part["slowdown"].mean())

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spraylab.net.packet import DATA, HEADER_BYTES, Packet
+from spraylab.net.framing import data_wire_bytes
+from spraylab.net.packet import DATA, Packet
 from spraylab.net.routes import MAX_HOPS, packet_hash, trace_route
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ def flow_path(net: Network, qp: QueuePair, reverse: bool = False, entropy: int |
     if entropy is None:
         entropy = qp.entropy
     probe = Packet(
-        DATA, qp, src, dst, 0, qp.mtu + HEADER_BYTES, qp.mtu, entropy, data_packet_hash(qp, entropy), 0
+        DATA, qp, src, dst, 0, data_wire_bytes(qp.mtu), qp.mtu, entropy, data_packet_hash(qp, entropy), 0
     )
     route = trace_route(net, src, dst, probe=probe)
     if route.end == "wrong_host":

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spraylab.engine.simulator import Simulator, StopSimulation
+from spraylab.net.framing import data_wire_bytes
 from spraylab.net.host import Host, Nic
 from spraylab.net.packet import Packet
 from spraylab.net.port import EcnConfig, IngressCounter, PfcPort, Port, sim_drop
@@ -137,7 +138,7 @@ class Network:
         if sp.lossless and isinstance(peer, Switch):
             n_ports = max(1, self._degree[peer.name])
             xoff = sp.pfc_xoff_bytes or max(64 * 1024, sp.buffer_bytes // (4 * n_ports))
-            xon = sp.pfc_xon_bytes or max(xoff - 4 * 4160, xoff // 2)
+            xon = sp.pfc_xon_bytes or max(xoff - 4 * data_wire_bytes(4096), xoff // 2)
             counter = IngressCounter(self.sim, port, xoff, xon, peer.receive)
             self.ingress_counters.append(counter)
             receive = counter.receive

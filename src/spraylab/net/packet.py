@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from spraylab.net.framing import ACK_WIRE_BYTES, CNP_WIRE_BYTES, NACK_WIRE_BYTES
+
 # Packet kinds. Plain ints: compared on every hop.
 DATA = 0
 ACK = 1
@@ -14,8 +16,9 @@ RESUME = 5
 
 KIND_NAMES = ("data", "ack", "nack", "cnp", "pause", "resume")
 
-HEADER_BYTES = 64
-CONTROL_BYTES = 64
+# Link bytes of each control frame (``spraylab.net.framing``); data packets cost
+# ``data_wire_bytes(payload)``. PFC PAUSE/RESUME are modelled as a link delay, not as frames.
+CONTROL_WIRE_BYTES = {ACK: ACK_WIRE_BYTES, NACK: NACK_WIRE_BYTES, CNP: CNP_WIRE_BYTES}
 
 
 class Packet:

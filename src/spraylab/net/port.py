@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from spraylab.net.packet import CONTROL_BYTES, DATA, Packet
+from spraylab.net.packet import DATA, Packet
 
 if TYPE_CHECKING:
     from spraylab.engine.simulator import Simulator
@@ -69,7 +69,6 @@ class Port:
         "receive_at_peer",
         "rate_bps",
         "ps_per_byte",
-        "control_ser_ps",
         "delay_ps",
         "busy_until",
         "up",
@@ -113,7 +112,6 @@ class Port:
         self.receive_at_peer: Callable[[Packet], None] | None = None
         self.rate_bps = rate_bps
         self.ps_per_byte = ps_per_byte(rate_bps)
-        self.control_ser_ps = int(CONTROL_BYTES * self.ps_per_byte)
         self.delay_ps = delay_ps
         self.busy_until = 0
         self.up = True
@@ -153,7 +151,6 @@ class Port:
     def set_rate(self, rate_bps: int) -> None:
         self.rate_bps = rate_bps
         self.ps_per_byte = ps_per_byte(rate_bps)
-        self.control_ser_ps = int(CONTROL_BYTES * self.ps_per_byte)
 
     def fail(self) -> None:
         """The link goes down: everything sent into it from now on is lost (counted as drops).
@@ -230,17 +227,18 @@ class Port:
         self.receive_at_peer(pkt)
 
     def send_control(self, pkt: Packet) -> None:
-        """Strict priority over data: a 64 B control frame leaves after its own serialization
-        (preempting the data backlog at packet granularity is ignored) and its time is
-        charged to the data queue so link capacity is conserved."""
+        """Strict priority over data: a control frame (ACK/NACK/CNP, each its own size) leaves
+        after its own serialization (preempting the data backlog at packet granularity is
+        ignored) and its time is charged to the data queue so link capacity is conserved."""
         sim = self.sim
         now = sim.now
-        ser = self.control_ser_ps
+        size = pkt.size
+        ser = int(size * self.ps_per_byte)
         busy = self.busy_until
         self.busy_until = (busy if busy > now else now) + ser
         if self.marks_pending:
             self.busy_log.append((now, self.busy_until))
-        self.tx_bytes += CONTROL_BYTES
+        self.tx_bytes += size
         self.tx_packets += 1
         sim.schedule(now + ser + self.delay_ps, self.receive_at_peer, pkt)
 

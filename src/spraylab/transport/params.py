@@ -51,7 +51,9 @@ class TransportParams:
     cnp_on_ooo: bool | None = None  # None: on for go-back-N (ConnectX behaviour), off otherwise
     nack_timer_ps: int = 4_000_000
     rto_ps: int = 1_000_000_000
-    ack_every: int = 1
+    ack_every: int = 1  # ACK every n accepted packets; 0 = off (see transport.receiver)
+    ack_every_bytes: int = 0  # ... or every n payload bytes; 0 = off
+    ack_delay_ps: int = 0  # ... or this long after the first unacknowledged packet; 0 = off
     window_bytes: int = 0  # 0 = no window cap
     dcqcn: DcqcnParams = DcqcnParams()
 

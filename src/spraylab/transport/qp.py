@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from spraylab.net.packet import ACK, CONTROL_BYTES, DATA, HEADER_BYTES, Packet
+from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
+from spraylab.net.packet import ACK, DATA, Packet
 from spraylab.net.routes import packet_hash, trace_route
 from spraylab.transport.dcqcn import Dcqcn
 from spraylab.transport.params import TransportParams
@@ -63,6 +64,8 @@ class QueuePair:
         "n_packets",
         "mtu",
         "last_payload",
+        "full_wire_bytes",
+        "last_wire_bytes",
         "nic",
         "rx",
         "recovery",
@@ -119,6 +122,8 @@ class QueuePair:
         self.mtu = params.mtu_bytes
         self.n_packets = max(1, -(-spec.size_bytes // self.mtu))
         self.last_payload = spec.size_bytes - (self.n_packets - 1) * self.mtu
+        self.full_wire_bytes = data_wire_bytes(self.mtu)
+        self.last_wire_bytes = data_wire_bytes(self.last_payload)
         self.nic = nic
         self.rx: Any = None
         self.recovery = params.recovery
@@ -136,7 +141,7 @@ class QueuePair:
         self.flow_hash = packet_hash(self.flow_id, self.entropy)  # the header hash on that entropy
         self.psn_window = NO_WINDOW
         self.window_packets = (
-            max(1, params.window_bytes // (self.mtu + HEADER_BYTES)) if params.window_bytes else NO_WINDOW
+            max(1, params.window_bytes // self.full_wire_bytes) if params.window_bytes else NO_WINDOW
         )
         self.lb: Any = None
         self.lb_state: Any = None
@@ -209,8 +214,10 @@ class QueuePair:
             ):
                 return None
             self.snd_nxt = psn + 1
-        payload = self.mtu if psn < self.n_packets - 1 else self.last_payload
-        size = payload + HEADER_BYTES
+        if psn < self.n_packets - 1:
+            payload, size = self.mtu, self.full_wire_bytes
+        else:
+            payload, size = self.last_payload, self.last_wire_bytes
         lb = self.lb
         entropy = self.entropy if lb is None else lb.entropy(self, psn)
         h = self.flow_hash if entropy == self.entropy else packet_hash(self.flow_id, entropy)
@@ -385,11 +392,11 @@ class QueuePair:
         switch; if the destination is unreachable right now, the route so far), i.e.
         propagation both ways plus one data and one control serialization per hop;
         ``return_ps``: its ACK half (destination to source)."""
-        data = self.mtu + HEADER_BYTES
+        data = self.full_wire_bytes
         forward = back = 0
         for hop in trace_route(self.net, self.src, self.dst).hops:
             port = hop.port
             forward += port.delay_ps + int(data * port.ps_per_byte)
-            back += port.delay_ps + int(CONTROL_BYTES * port.ps_per_byte)
+            back += port.delay_ps + int(ACK_WIRE_BYTES * port.ps_per_byte)
         self.base_rtt_ps = forward + back
         self.return_ps = back

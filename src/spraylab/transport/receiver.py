@@ -1,17 +1,32 @@
 """The RoCEv2 responder (receiver side): go-back-N, selective repeat, and the ideal
 reorder-tolerant transport. Each sends ACK/NACK/CNP echoing the data packet's entropy, ECN
-mark and send timestamp, so sender-side schemes learn per-path state."""
+mark and send timestamp, so sender-side schemes learn per-path state.
+
+**ACK coalescing.** Every ACK and NACK carries the cumulative ePSN, so one ACK covers every
+packet accepted before it. The receiver counts the data packets it accepted since its last
+ACK or NACK (in order for every mode; out of order too for selective repeat and the ideal
+transport) and their payload bytes, and ACKs the packet that reaches ``ack_every`` packets or
+``ack_every_bytes`` payload bytes (0 = that threshold off), or, with ``ack_delay``, the last
+accepted packet once ``ack_delay`` has passed since the first unacknowledged one arrived (one
+timer event per coalescing window). Never delayed: the ACK of an ECN-marked packet (the echo
+DCQCN and sender-side schemes read), the ACK that completes the message, ACKs of duplicates,
+NACKs and CNPs; an ACK or NACK sent for any of these reasons resets the pending count. A
+selective-repeat receiver never ACKs an out-of-order arrival (it NACKs the gap or stays
+silent), so those only count towards the next ACK.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spraylab.net.packet import ACK, CNP, CONTROL_BYTES, NACK, Packet
+from spraylab.net.packet import ACK, CNP, CONTROL_WIRE_BYTES, NACK, Packet
 from spraylab.transport.params import TransportParams
 
 if TYPE_CHECKING:
     from spraylab.net.host import Nic
     from spraylab.transport.qp import QueuePair
+
+NEVER = 1 << 62  # a coalescing threshold that is off
 
 
 class Receiver:
@@ -26,7 +41,14 @@ class Receiver:
         "epsn",
         "received",
         "ack_every",
+        "ack_every_bytes",
+        "ack_delay_ps",
         "unacked",
+        "unacked_bytes",
+        "last_unacked",
+        "ack_deadline_ps",
+        "ack_timer_armed",
+        "_ack_timer_cb",
         "nack_timer_ps",
         "nacked_epsn",
         "nacked_ps",
@@ -55,8 +77,15 @@ class Receiver:
         self.n_packets = qp.n_packets
         self.epsn = 0
         self.received = bytearray(qp.n_packets)
-        self.ack_every = params.ack_every
-        self.unacked = 0
+        self.ack_every = params.ack_every or NEVER
+        self.ack_every_bytes = params.ack_every_bytes or NEVER
+        self.ack_delay_ps = params.ack_delay_ps
+        self.unacked = 0  # packets accepted since the last ACK or NACK
+        self.unacked_bytes = 0  # their payload
+        self.last_unacked: Packet | None = None  # the one a delayed ACK echoes
+        self.ack_deadline_ps = -1  # when the pending ACK is due (ack_delay), -1: none pending
+        self.ack_timer_armed = False
+        self._ack_timer_cb = self._on_ack_timer
         self.nack_timer_ps = params.nack_timer_ps
         self.nacked_epsn = -1
         self.nacked_ps = 0
@@ -80,7 +109,16 @@ class Receiver:
     def _reply(self, kind: int, data: Packet) -> None:
         qp = self.qp
         pkt = Packet(
-            kind, qp, qp.dst, qp.src, self.epsn, CONTROL_BYTES, 0, data.entropy, data.hash, data.sent_ps
+            kind,
+            qp,
+            qp.dst,
+            qp.src,
+            self.epsn,
+            CONTROL_WIRE_BYTES[kind],
+            0,
+            data.entropy,
+            data.hash,
+            data.sent_ps,
         )
         pkt.sack_psn = data.psn
         pkt.ecn = data.ecn
@@ -115,6 +153,7 @@ class Receiver:
             self.nacked_epsn = self.epsn
             self.nacked_ps = now
             self.nacks_sent += 1
+            self._clear_pending()  # the NACK carries the cumulative ePSN
             self._reply(NACK, pkt)
 
     def _place(self, pkt: Packet) -> None:
@@ -138,11 +177,7 @@ class Receiver:
         while epsn < n and received[epsn]:
             epsn += 1
         self.epsn = epsn
-        self.unacked += 1
-        if self.unacked >= self.ack_every or epsn == n:
-            self.unacked = 0
-            self.acks_sent += 1
-            self._reply(ACK, pkt)
+        self._coalesce(pkt)
         if epsn == n and self.finish_ps < 0:
             self.finish_ps = self.sim.now
             self.net.on_flow_received(self.qp)
@@ -155,8 +190,66 @@ class Receiver:
         if nack:
             self._maybe_nack(pkt)
         else:
+            self._ack(pkt)
+
+    # --- ACK coalescing (see the module doc) ---------------------------------------------
+    def _ack(self, data: Packet) -> None:
+        """ACK now, echoing ``data``: the cumulative ePSN covers everything pending."""
+        self._clear_pending()
+        self.acks_sent += 1
+        self._reply(ACK, data)
+
+    def _clear_pending(self) -> None:
+        self.unacked = 0
+        self.unacked_bytes = 0
+        self.last_unacked = None
+        self.ack_deadline_ps = -1
+
+    def _count(self, pkt: Packet) -> None:
+        """An accepted packet the receiver does not answer by itself (selective repeat,
+        out of order): it only counts towards the next ACK."""
+        self.unacked += 1
+        self.unacked_bytes += pkt.payload
+
+    def _coalesce(self, pkt: Packet) -> None:
+        """``pkt`` was accepted: ACK it now if a threshold is reached, it is ECN-marked or it
+        completes the message; otherwise leave the ACK pending (armed on ``ack_delay``)."""
+        unacked = self.unacked + 1
+        unacked_bytes = self.unacked_bytes + pkt.payload
+        if (
+            unacked >= self.ack_every
+            or unacked_bytes >= self.ack_every_bytes
+            or pkt.ecn
+            or self.epsn == self.n_packets
+        ):
+            # _ack, inlined: this runs once per data packet at the default ack_every = 1
+            self.unacked = self.unacked_bytes = 0
+            self.last_unacked = None
+            self.ack_deadline_ps = -1
             self.acks_sent += 1
             self._reply(ACK, pkt)
+            return
+        self.unacked = unacked
+        self.unacked_bytes = unacked_bytes
+        self.last_unacked = pkt
+        delay = self.ack_delay_ps
+        if delay and self.ack_deadline_ps < 0:
+            deadline = self.sim.now + delay
+            self.ack_deadline_ps = deadline
+            if not self.ack_timer_armed:
+                self.ack_timer_armed = True
+                self.sim.at(deadline, self._ack_timer_cb)
+
+    def _on_ack_timer(self, _: object) -> None:
+        """One event per coalescing window: a timer left over from a window that a
+        threshold closed early moves on to the current window's deadline."""
+        deadline = self.ack_deadline_ps
+        if deadline > self.sim.now:
+            self.sim.at(deadline, self._ack_timer_cb)
+            return
+        self.ack_timer_armed = False
+        if deadline >= 0 and self.last_unacked is not None:
+            self._ack(self.last_unacked)
 
     def on_data(self, pkt: Packet) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -204,6 +297,7 @@ class SelectiveRepeatReceiver(Receiver):
                 self._duplicate(pkt, nack=True)
                 return
             self._place(pkt)
+            self._count(pkt)
             self._gap(pkt)
         else:
             self._duplicate(pkt)
@@ -239,9 +333,9 @@ class IdealReceiver(Receiver):
         else:
             self._place(pkt)
             self.ooo_arrivals += 1
-            # SACK at once so the sender learns of this PSN even while ePSN is stuck.
-            self.acks_sent += 1
-            self._reply(ACK, pkt)
+            # SACKed like any arrival (at once without coalescing), so the sender learns of
+            # this PSN even while ePSN is stuck.
+            self._coalesce(pkt)
 
 
 RECEIVERS: dict[str, type[Receiver]] = {

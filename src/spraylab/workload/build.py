@@ -18,7 +18,7 @@ from spraylab.config import (
     RailAllToAllWorkload,
     RandomPairsWorkload,
 )
-from spraylab.net.packet import HEADER_BYTES
+from spraylab.net.framing import data_wire_bytes
 from spraylab.topology.fabric import Fabric
 from spraylab.workload import collectives, moe, patterns
 from spraylab.workload.cdf import FlowSizeCdf, poisson_flows
@@ -122,7 +122,7 @@ def rail_workload_flows(
         if index:  # combine after dispatch: a barrier message, then expert compute time
             barrier = first + len(flows)
             flows.append(FlowSpec(barrier, 0, 1, 1, 0, tuple(f.flow_id for f in flows), f"{name}:barrier"))
-            token = 1 + HEADER_BYTES  # host 1 is an NVLink peer of host 0 unless servers have one GPU
+            token = data_wire_bytes(1)  # host 1 is an NVLink peer of host 0 unless servers have one GPU
             lag = (
                 links.nvlink_one_way_ps(token) if links.gpus_per_server > 1 else links.rail_one_way_ps(token)
             )

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spraylab.net.framing import data_wire_bytes
 from spraylab.rails.planner import DEFAULT_CHUNK_BYTES, STRATEGIES, RailPlan, plan_rails
 from spraylab.workload.flows import FlowSpec
 
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
     from spraylab.topology.fabric import Fabric
 
 PS_PER_S = 10**12
-WIRE_PACKET_BYTES = 4096 + 64  # MTU payload + RoCE headers, for latency estimates only
+WIRE_PACKET_BYTES = data_wire_bytes(4096)  # a full packet on the wire, for latency estimates only
 
 
 @dataclass(frozen=True, slots=True)
