@@ -426,8 +426,16 @@ class Scenario(Section):
     @model_validator(mode="after")
     def _fits_fabric(self) -> Scenario:
         n = n_hosts(self.topology)
+        if not self.workload:
+            # A run with nothing to send is a mistake, not an empty result. (A cdf workload whose
+            # Poisson draw happens to be empty is valid: an empty, completed result.)
+            raise ValueError("workload = []: no workload; give at least one [workload] table")
         for i, w in enumerate(self.workload):
             where = f"workload[{i}]" if len(self.workload) > 1 else "workload"
+            ranks = getattr(w, "hosts", 0) or n
+            if ranks < 2 and not isinstance(w, (MoeWorkload, RailAllToAllWorkload)):
+                key = f"{where}.hosts = {w.hosts}" if getattr(w, "hosts", 0) else f"{where}.kind = {w.kind!r}"
+                raise ValueError(f"{key}: needs at least 2 hosts to send between, got {ranks}")
             if isinstance(w, IncastWorkload):
                 if w.receiver >= n:
                     raise ValueError(f"{where}.receiver = {w.receiver}: must be a host id below {n}")
