@@ -26,6 +26,7 @@ import pytest
 from simutil import US, make_net, run_flows, small_leaf_spine
 
 from spraylab.net.packet import ACK, DATA
+from spraylab.net.drops import RANDOM_LOSS
 from spraylab.net.port import sim_drop
 from spraylab.workload.flows import FlowSpec
 
@@ -64,8 +65,7 @@ def lose_first_copies(net, qp, psns: set[int]) -> None:
 
     def receive(pkt) -> None:
         if pkt.kind == DATA and pkt.qp is qp and not pkt.retx and pkt.psn in psns:
-            port.drops += 1
-            sim_drop(sim, pkt)
+            sim_drop(sim, pkt, RANDOM_LOSS, port)
         else:
             deliver(pkt)
 
@@ -155,8 +155,7 @@ def test_notice_comes_one_base_rtt_after_the_lost_packet_was_sent() -> None:
         if pkt.kind == DATA and pkt.psn == 30:
             if not pkt.retx:
                 seen["sent"], seen["dropped"] = pkt.sent_ps, sim.now
-                port.drops += 1
-                sim_drop(sim, pkt)
+                sim_drop(sim, pkt, RANDOM_LOSS, port)
                 return
             seen["resent"] = pkt.sent_ps
         deliver(pkt)
