@@ -146,6 +146,9 @@ def uplink_imbalance(net: Network) -> tuple[float, float]:
     return max(ratios), sum(ratios) / len(ratios)
 
 
+GROUP_COLUMNS = ("group", "kind", "flows", "ranks", "size_bytes", "completed", "cct_ps", "algbw_bps", "busbw_bps")
+
+
 def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFrame:
     rows = []
     for name, info in groups.items():
@@ -170,7 +173,8 @@ def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFra
             row["algbw_bps"] = algbw_bps(info.size_bytes, cct)
             row["busbw_bps"] = busbw_bps(info.kind, info.size_bytes, info.ranks, cct)
         rows.append(row)
-    return pd.DataFrame(rows)
+    # the columns are named even when no group ran, so an empty table loads back the same
+    return pd.DataFrame(rows, columns=GROUP_COLUMNS)
 
 
 def summarize(
