@@ -16,8 +16,8 @@ from simutil import US, make_net, run_flows, small_leaf_spine
 from spraylab.lb.base import REGISTRY, load_builtin_schemes
 from spraylab.metrics.paths import flow_path
 from spraylab.net import network as network_module
-from spraylab.net.packet import DATA, NACK
 from spraylab.net.drops import RANDOM_LOSS
+from spraylab.net.packet import DATA, NACK
 from spraylab.net.port import sim_drop
 from spraylab.topology.fat_tree import fat_tree
 from spraylab.transport import receiver as receiver_module

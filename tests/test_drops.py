@@ -150,7 +150,9 @@ def test_one_host_fabric_is_a_validation_error(tmp_path) -> None:
     """The house style for bad input: one error line naming the key, exit code 2."""
     path = tmp_path / "one.toml"
     path.write_text('[topology]\nleaves = 1\nhosts_per_leaf = 1\n[workload]\nkind = "permutation"\n')
-    r = subprocess.run([sys.executable, "-m", "spraylab.cli", "run", str(path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "spraylab.cli", "run", str(path)], capture_output=True, text=True
+    )
     assert r.returncode == 2
     assert r.stderr.strip().splitlines() == [
         f"error: {path}: workload.kind = 'permutation': needs at least 2 hosts to send between, got 1"
@@ -161,7 +163,9 @@ def test_a_poisson_draw_without_flows_is_an_empty_completed_result(tmp_path) -> 
     """A cdf workload over 1 ns at 1% load almost surely draws no flow: a valid, empty run
     (regression: KeyError 'fct_ps'), complete, and it saves and loads back."""
     result = run(
-        scenario({"leaves": 2, "spines": 1, "hosts_per_leaf": 2}, {"kind": "cdf", "load": 0.01, "duration": "1ns"})
+        scenario(
+            {"leaves": 2, "spines": 1, "hosts_per_leaf": 2}, {"kind": "cdf", "load": 0.01, "duration": "1ns"}
+        )
     )
     s = result.summary
     assert s["flows"] == 0 and s["completed"] and s["stop_reason"] == "done"
@@ -189,7 +193,9 @@ def test_bound_is_the_idle_fct_on_one_uniform_path() -> None:
     assert int(flow["fct_ps"]) == bound and flow["slowdown"] == 1.0
 
 
-@pytest.mark.parametrize(("scheme", "recovery"), [("rps", "sr"), ("rps", "ideal"), ("tor_assist", "sr"), ("dfs", "sr")])
+@pytest.mark.parametrize(
+    ("scheme", "recovery"), [("rps", "sr"), ("rps", "ideal"), ("tor_assist", "sr"), ("dfs", "sr")]
+)
 def test_spraying_beats_the_idle_fct_but_not_the_bound(scheme: str, recovery: str) -> None:
     """400 Gb/s hosts, four 100 Gb/s uplinks: one path carries 100 Gb/s, but a sprayed flow
     uses all four. Its FCT is below the one-path idle FCT (which therefore is no bound: the
@@ -210,7 +216,9 @@ def test_spraying_beats_the_idle_fct_but_not_the_bound(scheme: str, recovery: st
     assert int(flow["fct_bound_ps"]) >= wire_ps(size, 20)  # at least the NIC's serialization
 
 
-@pytest.mark.parametrize("scheme", ["ecmp", "rps", "flowlet", "drill", "reps", "wcmp", "adaptive", "spray_rr"])
+@pytest.mark.parametrize(
+    "scheme", ["ecmp", "rps", "flowlet", "drill", "reps", "wcmp", "adaptive", "spray_rr"]
+)
 def test_no_flow_beats_its_bound(scheme: str) -> None:
     """An oversubscribed fabric with a degraded link and mixed flow sizes (partial last
     packets): slowdown >= 1 for every flow under every scheme."""
@@ -222,9 +230,14 @@ def test_no_flow_beats_its_bound(scheme: str) -> None:
                 "hosts_per_leaf": 4,
                 "host_rate": "400Gbps",
                 "uplink_rate": "200Gbps",
-                "events": [{"at": "5us", "link": ["leaf0", "spine1"], "action": "degrade", "rate_fraction": 0.5}],
+                "events": [
+                    {"at": "5us", "link": ["leaf0", "spine1"], "action": "degrade", "rate_fraction": 0.5}
+                ],
             },
-            [{"kind": "permutation", "size": "300KB"}, {"kind": "random_pairs", "flows": 6, "size": "10001B"}],
+            [
+                {"kind": "permutation", "size": "300KB"},
+                {"kind": "random_pairs", "flows": 6, "size": "10001B"},
+            ],
             lb={"scheme": scheme},
             transport={"recovery": "ideal"},
         )

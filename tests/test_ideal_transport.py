@@ -25,8 +25,8 @@ from collections import Counter
 import pytest
 from simutil import US, make_net, run_flows, small_leaf_spine
 
-from spraylab.net.packet import ACK, DATA
 from spraylab.net.drops import RANDOM_LOSS
+from spraylab.net.packet import ACK, DATA
 from spraylab.net.port import sim_drop
 from spraylab.workload.flows import FlowSpec
 

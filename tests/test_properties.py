@@ -137,7 +137,11 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     fabric = build_fabric(validate({"topology": topology, "workload": {"kind": "random_pairs"}}).topology)
     n = fabric.n_hosts
     switch_links = sorted(
-        {(link.a, link.b) for link in fabric.links if link.a in fabric.switch_tier and link.b in fabric.switch_tier}
+        {
+            (link.a, link.b)
+            for link in fabric.links
+            if link.a in fabric.switch_tier and link.b in fabric.switch_tier
+        }
     )
     events = []
     if switch_links:

@@ -20,8 +20,8 @@ import pytest
 from simutil import US, fct_ps, make_net, run_flows, small_leaf_spine
 
 from spraylab.lb.base import REGISTRY, load_builtin_schemes, make_lb
-from spraylab.net.packet import CONTROL_BYTES, DATA, HEADER_BYTES, NACK, Packet
 from spraylab.net.drops import RANDOM_LOSS
+from spraylab.net.packet import CONTROL_BYTES, DATA, HEADER_BYTES, NACK, Packet
 from spraylab.net.port import sim_drop
 from spraylab.workload.flows import FlowSpec
 

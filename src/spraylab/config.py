@@ -43,7 +43,11 @@ class Section(BaseModel):
 
 
 class LinkEvent(Section):
-    """A link failure, rate change or random loss from a given time (both directions)."""
+    """A link failure, rate change or random loss from a given time (both directions).
+
+    ``loss`` models bit errors (a flaky optic): each packet crossing the link is lost with
+    ``loss_rate``, on a lossless fabric too, where PFC prevents buffer overflow but not
+    corruption. Such drops are counted as random loss (``spraylab.net.drops``)."""
 
     at: TimePs = 0
     link: tuple[str, str]

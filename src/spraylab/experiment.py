@@ -142,7 +142,8 @@ class Simulation:
             "wall_s": round(self.wall_s, 3),
             "conservation": conservation,
         }
-        return collect(self.net, self.ideal_fct, self.groups, self.scenario.to_dict(), run_info, self.fct_bound)
+        scenario = self.scenario.to_dict()
+        return collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)
 
 
 def build(scenario: Scenario) -> Simulation:

@@ -146,7 +146,9 @@ def uplink_imbalance(net: Network) -> tuple[float, float]:
     return max(ratios), sum(ratios) / len(ratios)
 
 
-GROUP_COLUMNS = ("group", "kind", "flows", "ranks", "size_bytes", "completed", "cct_ps", "algbw_bps", "busbw_bps")
+GROUP_COLUMNS = (
+    "group", "kind", "flows", "ranks", "size_bytes", "completed", "cct_ps", "algbw_bps", "busbw_bps",
+)  # fmt: skip
 
 
 def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFrame:
