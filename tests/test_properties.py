@@ -34,6 +34,29 @@ from spraylab.net.drops import DROP_CAUSES, PORT_CAUSES
 load_builtin_schemes()
 SCHEMES = sorted(REGISTRY)
 SIZES = st.sampled_from(["4KB", "9KB", "30KB", "64KB"])
+# a few non-default parameters per scheme (each scheme's own defaults are drawn too)
+LB_PARAMS: dict[str, st.SearchStrategy[dict[str, Any]]] = {
+    "adaptive": st.fixed_dictionaries({"granularity": st.sampled_from(["packet", "flow"])}),
+    "dfs": st.fixed_dictionaries(
+        {
+            "reorder_bound_packets": st.sampled_from(["auto", 4]),
+            "loss_detection": st.sampled_from(["rnic", "dfs"]),
+            "path_aware": st.booleans(),
+        }
+    ),
+    "drill": st.fixed_dictionaries({"d": st.integers(1, 3), "m": st.integers(0, 2)}),
+    "flowlet": st.fixed_dictionaries({"gap_us": st.sampled_from([1.0, 50.0])}),
+    "reps": st.fixed_dictionaries({"buffer": st.sampled_from([1, 8])}),
+    "spray_rr": st.fixed_dictionaries({"paths": st.sampled_from([1, 16])}),
+    "tor_assist": st.fixed_dictionaries(
+        {
+            "mode": st.sampled_from(["auto", "nack_filter", "reorder"]),
+            "uplink": st.sampled_from(["random", "round_robin", "least_queued"]),
+            "window": st.sampled_from([2, 256]),
+        }
+    ),
+    "wcmp": st.fixed_dictionaries({"reaction_us": st.sampled_from([0.0, 5.0])}),
+}
 # summary keys that are measurements of the host, not of the simulation
 NONDETERMINISTIC = {"wall_s"}
 
@@ -152,6 +175,8 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
                 "link": list(draw(st.sampled_from(switch_links))),
                 "action": action,
             }
+            if topology.get("links_per_spine", 1) > 1 and draw(st.booleans()):
+                event["parallel"] = draw(st.integers(0, topology["links_per_spine"] - 1))
             if action == "down":
                 event["convergence"] = draw(st.sampled_from([0, "10us"]))
             elif action == "degrade":
@@ -174,10 +199,21 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             "recovery": recovery,
             "ooo_bitmap": draw(st.sampled_from([8, 128])),
             "rto": "50us",
+            "mtu": draw(st.sampled_from([1024, 4096])),
+            "ack_every": draw(st.sampled_from([1, 4])),
+            "window": draw(st.sampled_from([0, "32KB"])),
         },
-        "lb": {"scheme": scheme},
+        "lb": {
+            "scheme": scheme,
+            **(draw(LB_PARAMS[scheme]) if scheme in LB_PARAMS and draw(st.booleans()) else {}),
+        },
         "workload": workload,
-        "run": {"seed": draw(st.integers(1, 3)), "time_limit": "300us", "progress": False},
+        "run": {
+            "seed": draw(st.integers(1, 3)),
+            "time_limit": "300us",
+            "stop": draw(st.sampled_from(["workload", "time"])),
+            "progress": False,
+        },
     }
 
 

@@ -34,9 +34,16 @@ if TYPE_CHECKING:
     from spraylab.net.port import Port
     from spraylab.transport.qp import QueuePair
 
-# A packet is never smaller than a header plus one byte; charging ps_per_byte - 1/64 per byte
-# instead of ps_per_byte takes at least 1 ps off a packet of 64 B or more (the truncation).
-MIN_PACKET_BYTES = HEADER_BYTES + 1
+
+def packet_bytes(payload_bytes: int) -> int:
+    """Bytes a data packet of ``payload_bytes`` occupies on the wire (the one place that
+    knows the framing)."""
+    return payload_bytes + HEADER_BYTES
+
+
+# No packet is smaller than this; charging ps_per_byte - 1/MIN_PACKET_BYTES per byte instead
+# of ps_per_byte takes at least 1 ps off every packet (the simulator's truncation).
+MIN_PACKET_BYTES = packet_bytes(1)
 
 
 def _ser_ps(size_bytes: int, port: Port) -> int:
@@ -99,8 +106,8 @@ def fct_lower_bounds_ps(net: Network, qps: list[QueuePair]) -> list[int]:
     for qp in qps:
         nic = qp.nic.port
         n_full = qp.n_packets - 1
-        full = qp.mtu + HEADER_BYTES
-        smallest = qp.last_payload + HEADER_BYTES
+        full = packet_bytes(qp.mtu)
+        smallest = packet_bytes(qp.last_payload)
         nic_all = n_full * _ser_ps(full, nic) + _ser_ps(smallest, nic)
         first_hop = nic.peer_owner
         if isinstance(first_hop, Host):  # a direct host-to-host link
