@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from spraylab import run
@@ -168,7 +168,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     )
     events = []
     if switch_links:
-        for _ in range(draw(st.integers(0, 2))):
+        for _ in range(draw(st.sampled_from([0, 1, 1, 2]))):
             action = draw(st.sampled_from(["down", "degrade", "loss"]))
             event: dict[str, Any] = {
                 "at": draw(st.sampled_from([0, "3us", "20us"])),
@@ -178,7 +178,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
             if topology.get("links_per_spine", 1) > 1 and draw(st.booleans()):
                 event["parallel"] = draw(st.integers(0, topology["links_per_spine"] - 1))
             if action == "down":
-                event["convergence"] = draw(st.sampled_from([0, "10us"]))
+                event["convergence"] = draw(st.sampled_from([0, "10us", "50us"]))
             elif action == "degrade":
                 event["rate_fraction"] = draw(st.sampled_from([0.1, 0.5]))
             else:
@@ -193,7 +193,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
         workload = workload[:1]  # the one invalid combination (config.py says why)
     return {
         "topology": topology,
-        "switch": {"lossless": lossless, "buffer": draw(st.sampled_from(["300KB", "64MB"]))},
+        "switch": {"lossless": lossless, "buffer": draw(st.sampled_from(["100KB", "64MB"]))},
         "transport": {
             "cc": draw(st.sampled_from(["dcqcn", "none"])),
             "recovery": recovery,
@@ -244,7 +244,7 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 @settings(
-    max_examples=50,
+    max_examples=60,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -252,7 +252,18 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
 @given(scenarios())
 def test_random_valid_scenarios_keep_the_invariants(tmp_path_factory, data: dict[str, Any]) -> None:
     scenario = validate(data)
+    # coverage, shown by --hypothesis-show-statistics
+    event(f"topology {scenario.topology.kind}")
+    event(f"scheme {scenario.lb.scheme}")
+    event(f"{scenario.transport.recovery}, cc {scenario.transport.cc}, lossless {scenario.switch.lossless}")
+    for w in scenario.workload:
+        event(f"workload {w.kind}")
+    for e in scenario.topology.events:
+        event(f"event {e.action}")
     result = run(scenario)
+    for name in DROP_CAUSES:
+        if result.summary[f"drops_{name}"]:
+            event(f"drops {name}")
     check_drops(result, scenario.switch.lossless)
     done = result.flows[result.flows["completed"]]
     assert (done["slowdown"] >= 1.0).all(), done.loc[done["slowdown"] < 1.0, ["fct_ps", "fct_bound_ps"]]
