@@ -245,3 +245,26 @@ def test_no_flow_beats_its_bound(scheme: str) -> None:
     done = result.flows[result.flows["completed"]]
     assert len(done) == len(result.flows) == 14
     assert (done["slowdown"] >= 1.0).all(), done[["fct_ps", "fct_bound_ps"]]
+
+
+def test_bound_search_by_hops_equals_dijkstra_on_a_uniform_fabric(monkeypatch) -> None:
+    """Every switch link of a fat-tree has one delay and rate, so the cheapest path by either
+    cost is the fewest-hops one: the breadth-first shortcut and Dijkstra give the same bounds."""
+    from spraylab.experiment import build
+    from spraylab.metrics import fct_bound
+
+    sc = validate(
+        scenario({}, {"kind": "permutation", "size": "10001B"}) | {"topology": {"kind": "fat_tree", "k": 4}}
+    )
+    sim = build(sc)
+    by_hops = fct_bound.fct_lower_bounds_ps(sim.net, sim.net.qps)
+    original = fct_bound._Distances.__init__
+
+    def no_shortcut(self, net) -> None:
+        original(self, net)
+        assert self.uniform is not None
+        self.uniform = None
+
+    monkeypatch.setattr(fct_bound._Distances, "__init__", no_shortcut)
+    assert fct_bound.fct_lower_bounds_ps(sim.net, sim.net.qps) == by_hops == sim.fct_bound
+    assert min(by_hops) > 0

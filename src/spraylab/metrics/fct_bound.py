@@ -23,6 +23,7 @@ charged one picosecond less per packet.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from spraylab.net.host import Host
@@ -60,25 +61,50 @@ def _per_byte(port: Port) -> float:
 class _Distances:
     """Cheapest propagation delay and cheapest per-byte serialization sum from every switch to
     a given switch over switch-to-switch ports (two separate minima: their sum bounds any one
-    path from below). Computed once per target switch."""
+    path from below). Computed once per target switch: by breadth-first search (hops x the
+    one cost) when every switch-to-switch port has the same delay and rate, as in every
+    built-in topology, else by Dijkstra."""
 
     def __init__(self, net: Network) -> None:
         self.into: dict[str, list[Port]] = {name: [] for name in net.switches}
+        costs = set()
         for port in net.ports:
             if isinstance(port.owner, Switch) and isinstance(port.peer_owner, Switch):
                 self.into[port.peer_owner.name].append(port)
+                costs.add((port.delay_ps, _per_byte(port)))
+        self.uniform = costs.pop() if len(costs) == 1 else None
+        self.preds = {name: [p.owner.name for p in ports] for name, ports in self.into.items()}
         self.cache: dict[str, tuple[dict[str, float], dict[str, float]]] = {}
 
     def to(self, target: str) -> tuple[dict[str, float], dict[str, float]]:
         found = self.cache.get(target)
         if found is None:
-            found = self.cache[target] = (
-                self._dijkstra(target, lambda p: p.delay_ps),
-                self._dijkstra(target, _per_byte),
-            )
+            if self.uniform is not None:
+                delay, per_byte = self.uniform
+                hops = self._hops(target)
+                found = ({n: h * delay for n, h in hops.items()}, {n: h * per_byte for n, h in hops.items()})
+            else:
+                found = (self._dijkstra(target, lambda p: p.delay_ps), self._dijkstra(target, _per_byte))
+            self.cache[target] = found
         return found
 
-    def _dijkstra(self, target: str, cost: object) -> dict[str, float]:
+    def _hops(self, target: str) -> dict[str, int]:
+        hops = {target: 0}
+        frontier = [target]
+        preds = self.preds
+        h = 0
+        while frontier:
+            h += 1
+            nxt = []
+            for node in frontier:
+                for prev in preds[node]:
+                    if prev not in hops:
+                        hops[prev] = h
+                        nxt.append(prev)
+            frontier = nxt
+        return hops
+
+    def _dijkstra(self, target: str, cost: Callable[[Port], float]) -> dict[str, float]:
         dist: dict[str, float] = {target: 0}
         heap: list[tuple[float, str]] = [(0, target)]
         while heap:
@@ -87,7 +113,7 @@ class _Distances:
                 continue
             for port in self.into[node]:
                 prev = port.owner.name
-                nd = d + cost(port)  # type: ignore[operator]
+                nd = d + cost(port)
                 if nd < dist.get(prev, float("inf")):
                     dist[prev] = nd
                     heapq.heappush(heap, (nd, prev))
