@@ -16,6 +16,7 @@ from simutil import US, make_net, run_flows, small_leaf_spine
 from spraylab.lb.base import REGISTRY, load_builtin_schemes
 from spraylab.metrics.paths import flow_path
 from spraylab.net import network as network_module
+from spraylab.net.drops import RANDOM_LOSS
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.packet import DATA, NACK
 from spraylab.net.port import sim_drop
@@ -369,10 +370,10 @@ def test_own_loss_detection_resends_only_lost_packets() -> None:
     assert sum(qp.retx_packets for qp in net.qps) == 0
     lost_data = []
 
-    def record(sim_, pkt) -> None:
+    def record(sim_, pkt, cause, port=None) -> None:
         if pkt.kind == DATA:
             lost_data.append((pkt.qp, pkt.psn))
-        sim_drop(sim_, pkt)
+        sim_drop(sim_, pkt, cause, port)
 
     sim, net = make_net(fabric, "dfs", {"loss_detection": "dfs"}, seed=7, recovery="sr")
     net.schedule_link_loss(0, "leaf0", "spine1", 0.01)
@@ -400,8 +401,7 @@ def test_lost_nack_with_a_full_window_is_probed_not_timed_out(loss_detection: st
     def drop_data(pkt) -> None:
         if pkt.kind == DATA and pkt.psn == 300 and not pkt.retx:
             lost.append("data")
-            src_port.drops += 1
-            sim_drop(sim, pkt)
+            sim_drop(sim, pkt, RANDOM_LOSS, src_port)
         else:
             deliver_data(pkt)
 
@@ -411,8 +411,7 @@ def test_lost_nack_with_a_full_window_is_probed_not_timed_out(loss_detection: st
     def drop_nacks(pkt) -> None:
         if pkt.kind == NACK and pkt.psn == 300:
             lost.append("nack")
-            dst_port.drops += 1
-            sim_drop(sim, pkt)
+            sim_drop(sim, pkt, RANDOM_LOSS, dst_port)
         else:
             deliver_ctrl(pkt)
 

@@ -25,6 +25,7 @@ from collections import Counter
 import pytest
 from simutil import US, make_net, run_flows, small_leaf_spine
 
+from spraylab.net.drops import RANDOM_LOSS
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.packet import ACK, DATA
 from spraylab.net.port import sim_drop
@@ -65,8 +66,7 @@ def lose_first_copies(net, qp, psns: set[int]) -> None:
 
     def receive(pkt) -> None:
         if pkt.kind == DATA and pkt.qp is qp and not pkt.retx and pkt.psn in psns:
-            port.drops += 1
-            sim_drop(sim, pkt)
+            sim_drop(sim, pkt, RANDOM_LOSS, port)
         else:
             deliver(pkt)
 
@@ -156,8 +156,7 @@ def test_notice_comes_one_base_rtt_after_the_lost_packet_was_sent() -> None:
         if pkt.kind == DATA and pkt.psn == 30:
             if not pkt.retx:
                 seen["sent"], seen["dropped"] = pkt.sent_ps, sim.now
-                port.drops += 1
-                sim_drop(sim, pkt)
+                sim_drop(sim, pkt, RANDOM_LOSS, port)
                 return
             seen["resent"] = pkt.sent_ps
         deliver(pkt)

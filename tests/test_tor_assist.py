@@ -20,6 +20,7 @@ import pytest
 from simutil import US, fct_ps, make_net, run_flows, small_leaf_spine
 
 from spraylab.lb.base import REGISTRY, load_builtin_schemes, make_lb
+from spraylab.net.drops import RANDOM_LOSS
 from spraylab.net.framing import NACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.packet import DATA, NACK, Packet
 from spraylab.net.port import sim_drop
@@ -62,7 +63,7 @@ def lossy(net, a: str, b: str, p: float, seed: int = 99) -> list[int]:
     def receive(pkt: Packet) -> None:
         if pkt.kind == DATA and rnd() < p:
             dropped[0] += 1
-            sim_drop(sim, pkt)
+            sim_drop(sim, pkt, RANDOM_LOSS, port)
             return
         deliver(pkt)
 
@@ -85,14 +86,15 @@ def run(
     sim, net = make_net(
         small_leaf_spine(), lb=lb, lb_params=params, recovery=recovery, seed=seed, **transport
     )
-    dropped = lossy(net, "spine0", "leaf1", drop) if drop else [0]
+    if drop:
+        lossy(net, "spine0", "leaf1", drop)
     if link_loss:
         net.schedule_link_loss(0, "leaf1", "spine0", link_loss)
     assert run_flows(sim, net, flows) == "done"
     assert all(qp.rx.finish_ps >= 0 for qp in net.qps)
     qps = net.qps
-    if link_loss:
-        dropped[0] += sum(port.drops for port in net.ports_between("leaf1", "spine0"))
+    # both kinds of loss are counted at the link's ports
+    dropped = sum(port.drops for port in net.ports_between("leaf1", "spine0"))
     return SimpleNamespace(
         net=net,
         completion=max(qp.rx.finish_ps for qp in qps),
@@ -102,7 +104,7 @@ def run(
         spurious=sum(qp.rx.spurious for qp in qps),
         discards=sum(qp.rx.discards for qp in qps),
         nacks=sum(qp.rx.nacks_sent for qp in qps),
-        drops=dropped[0],
+        drops=dropped,
         stats=net.lb.stats(),
     )
 

@@ -45,7 +45,11 @@ class Section(BaseModel):
 
 
 class LinkEvent(Section):
-    """A link failure, rate change or random loss from a given time (both directions)."""
+    """A link failure, rate change or random loss from a given time (both directions).
+
+    ``loss`` models bit errors (a flaky optic): each packet crossing the link is lost with
+    ``loss_rate``, on a lossless fabric too, where PFC prevents buffer overflow but not
+    corruption. Such drops are counted as random loss (``spraylab.net.drops``)."""
 
     at: TimePs = 0
     link: tuple[str, str]
@@ -447,8 +451,16 @@ class Scenario(Section):
     @model_validator(mode="after")
     def _fits_fabric(self) -> Scenario:
         n = n_hosts(self.topology)
+        if not self.workload:
+            # A run with nothing to send is a mistake, not an empty result. (A cdf workload whose
+            # Poisson draw happens to be empty is valid: an empty, completed result.)
+            raise ValueError("workload = []: no workload; give at least one [workload] table")
         for i, w in enumerate(self.workload):
             where = f"workload[{i}]" if len(self.workload) > 1 else "workload"
+            ranks = getattr(w, "hosts", 0) or n
+            if ranks < 2 and not isinstance(w, (MoeWorkload, RailAllToAllWorkload)):
+                key = f"{where}.hosts = {w.hosts}" if getattr(w, "hosts", 0) else f"{where}.kind = {w.kind!r}"
+                raise ValueError(f"{key}: needs at least 2 hosts to send between, got {ranks}")
             if isinstance(w, IncastWorkload):
                 if w.receiver >= n:
                     raise ValueError(f"{where}.receiver = {w.receiver}: must be a host id below {n}")

@@ -12,6 +12,7 @@ from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Sc
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import make_lb
 from spraylab.metrics.collect import collect, ideal_fct_ps
+from spraylab.metrics.fct_bound import fct_lower_bounds_ps
 from spraylab.metrics.result import Result
 from spraylab.net.network import Network, SwitchParams
 from spraylab.topology.fabric import Fabric
@@ -106,6 +107,7 @@ class Simulation:
     net: Network
     groups: dict[str, GroupInfo]
     ideal_fct: list[int]
+    fct_bound: list[int]
     wall_s: float = 0.0
 
     def run(self, progress: ProgressFn | None = None) -> str:
@@ -143,7 +145,8 @@ class Simulation:
             "wall_s": round(self.wall_s, 3),
             "conservation": conservation,
         }
-        return collect(self.net, self.ideal_fct, self.groups, self.scenario.to_dict(), run_info)
+        scenario = self.scenario.to_dict()
+        return collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)
 
 
 def build(scenario: Scenario) -> Simulation:
@@ -171,7 +174,7 @@ def build(scenario: Scenario) -> Simulation:
     flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A), scenario.run.seed)
     qps = net.add_flows(flows)
     ideal = [ideal_fct_ps(net, qp.src, qp.dst, qp.spec.size_bytes, params.mtu_bytes) for qp in qps]
-    return Simulation(scenario, sim, net, groups, ideal)
+    return Simulation(scenario, sim, net, groups, ideal, fct_lower_bounds_ps(net, qps))
 
 
 def run(scenario: Scenario | str | Path | dict[str, Any], progress: ProgressFn | None = None) -> Result:

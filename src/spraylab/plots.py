@@ -20,7 +20,7 @@ def slowdown_cdf(results: dict[str, Result], path: Path, title: str = "") -> Pat
         if len(values):
             ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=label)
     ax.set_xscale("log")
-    ax.set_xlabel("FCT slowdown (FCT / FCT alone on the idle fabric)")
+    ax.set_xlabel("FCT slowdown (FCT / lower bound)")
     ax.set_ylabel("CDF of flows")
     ax.set_title(title or "FCT slowdown")
     ax.grid(True, which="both", alpha=0.3)

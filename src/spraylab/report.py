@@ -490,9 +490,7 @@ def build_report(
                 (
                     "slowdown_cdf",
                     "FCT slowdown CDF (completed flows, all seeds)",
-                    plot_cdf(
-                        series, f"FCT slowdown{where}", "FCT slowdown (FCT / FCT alone on the idle fabric)"
-                    ),
+                    plot_cdf(series, f"FCT slowdown{where}", "FCT slowdown (FCT / lower bound)"),
                 )
             )
             buckets, ests = size_bucket_estimates(data, group)

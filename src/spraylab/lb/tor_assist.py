@@ -103,6 +103,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, field_validator
 
 from spraylab.lb.base import LbParams, LoadBalancer, register
+from spraylab.net.drops import NO_ROUTE, RESEQUENCER, TOR_FILTER
 from spraylab.net.packet import ACK, CNP, DATA, NACK
 from spraylab.net.port import sim_drop
 from spraylab.units import parse_time_ps
@@ -335,7 +336,7 @@ class _TorProgram:
             paths = cands.state = [index.get(id(p), -1) for p in cands]
         n = len(cands)
         if n == 0:
-            sim_drop(self.sim, pkt)
+            sim_drop(self.sim, pkt, NO_ROUTE)
             return False
         mode = self.uplink_mode
         if mode == "round_robin":
@@ -583,7 +584,7 @@ class _TorProgram:
                 n_nack += 1
             else:
                 self.lb.cnps_dropped += 1
-            sim_drop(self.sim, pkt)
+            sim_drop(self.sim, pkt, TOR_FILTER)
         self.lb.held -= len(held)
         fs.held = None
         fs.held_x = -1
@@ -630,7 +631,7 @@ class _TorProgram:
                     lb.nacks_dropped_stale += 1
                 else:
                     lb.cnps_dropped += 1
-                sim_drop(self.sim, pkt)
+                sim_drop(self.sim, pkt, TOR_FILTER)
                 return False
             if is_nack:
                 lb.nacks_forwarded_untracked += 1
@@ -660,7 +661,7 @@ class _TorProgram:
                     lb.nacks_merged += 1
                 else:
                     lb.cnps_dropped += 1
-                sim_drop(self.sim, pkt)
+                sim_drop(self.sim, pkt, TOR_FILTER)
                 return False
             held.append(pkt)
         else:
@@ -712,7 +713,7 @@ class _TorProgram:
             if psn >= exp + w:
                 lb.reseq_overflow_drops += 1
                 self._evidence(fs, psn - 1, psn + 1, now, False)
-                sim_drop(self.sim, pkt)
+                sim_drop(self.sim, pkt, RESEQUENCER)
                 return False
             buf = fs.buf
             if buf is None:
@@ -720,7 +721,7 @@ class _TorProgram:
             i = psn % w
             if buf[i] is not None:
                 lb.reseq_duplicate_drops += 1
-                sim_drop(self.sim, pkt)
+                sim_drop(self.sim, pkt, RESEQUENCER)
                 return False
             buf[i] = pkt
             lb.reseq_held_packets += 1

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from spraylab.metrics.result import Result, percentile, size_bucket
+from spraylab.net.drops import DROP_CAUSES, NETWORK_CAUSES, PORT_CAUSES
 from spraylab.net.framing import (
     ACK_WIRE_BYTES,
     CNP_WIRE_BYTES,
@@ -46,16 +47,25 @@ def ideal_fct_ps(net: Network, src: int, dst: int, size_bytes: int, mtu: int) ->
     return int(total + (wire_bytes - first) * slowest)
 
 
-def flow_table(net: Network, ideal_ps: list[int]) -> pd.DataFrame:
-    rows: dict[str, list[Any]] = {
-        name: []
-        for name in (
-            "flow_id", "src", "dst", "group", "size_bytes", "start_ps", "finish_ps", "fct_ps", "ideal_fct_ps",
-            "slowdown", "throughput_bps", "completed", "acked_ps", "packets_sent", "retx_packets", "spurious_retx",
-            "nacks", "cnps", "ooo_arrivals", "max_reorder", "psn_window", "discards", "timeouts", "size_bucket",
-        )
-    }  # fmt: skip
-    for qp, ideal in zip(net.qps, ideal_ps):
+FLOW_DROP_COLUMNS = tuple(f"drops_{name}" for name in DROP_CAUSES)
+LINK_DROP_COLUMNS = tuple(f"drops_{DROP_CAUSES[c]}" for c in PORT_CAUSES)
+FLOW_COLUMNS = (
+    "flow_id", "src", "dst", "group", "size_bytes", "start_ps", "finish_ps", "fct_ps", "ideal_fct_ps",
+    "fct_bound_ps", "slowdown", "throughput_bps", "completed", "acked_ps", "packets_sent", "retx_packets",
+    "spurious_retx", "nacks", "cnps", "ooo_arrivals", "max_reorder", "psn_window", "discards", "timeouts",
+    "drops", *FLOW_DROP_COLUMNS, "size_bucket",
+)  # fmt: skip
+# dtypes of the columns that hold no int (an empty table keeps them through Parquet)
+_FLOW_DTYPES = {"group": "object", "slowdown": "float64", "throughput_bps": "float64", "completed": "bool"}
+_FLOW_DTYPES["size_bucket"] = "object"
+
+
+def flow_table(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> pd.DataFrame:
+    """One row per flow. ``slowdown`` = FCT / ``fct_bound_ps`` (``spraylab.metrics.fct_bound``),
+    a lower bound whatever the scheme: never below 1, and not clamped, so a bound that failed
+    would show. ``ideal_fct_ps`` is the flow alone on the idle fabric along one path."""
+    rows: dict[str, list[Any]] = {name: [] for name in FLOW_COLUMNS}
+    for qp, ideal, bound in zip(net.qps, ideal_ps, bound_ps):
         rx = qp.rx
         done = rx.finish_ps >= 0
         fct = rx.finish_ps - qp.start_ps if done else -1
@@ -68,7 +78,8 @@ def flow_table(net: Network, ideal_ps: list[int]) -> pd.DataFrame:
         rows["finish_ps"].append(rx.finish_ps)
         rows["fct_ps"].append(fct)
         rows["ideal_fct_ps"].append(ideal)
-        rows["slowdown"].append(max(1.0, fct / ideal) if done and ideal > 0 else float("nan"))
+        rows["fct_bound_ps"].append(bound)
+        rows["slowdown"].append(fct / bound if done and bound > 0 else float("nan"))
         rows["throughput_bps"].append(qp.spec.size_bytes * 8e12 / fct if done and fct > 0 else float("nan"))
         rows["completed"].append(done)
         rows["acked_ps"].append(qp.acked_ps)
@@ -83,8 +94,12 @@ def flow_table(net: Network, ideal_ps: list[int]) -> pd.DataFrame:
         rows["psn_window"].append(qp.psn_window if qp.psn_window < NO_WINDOW else 0)
         rows["discards"].append(rx.discards)
         rows["timeouts"].append(qp.timeouts)
+        by_cause = qp.drops_by_cause
+        rows["drops"].append(sum(by_cause))
+        for column, count in zip(FLOW_DROP_COLUMNS, by_cause):
+            rows[column].append(count)
         rows["size_bucket"].append(size_bucket(qp.spec.size_bytes))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows).astype({c: _FLOW_DTYPES.get(c, "int64") for c in FLOW_COLUMNS})
 
 
 def link_table(net: Network, duration_ps: int) -> pd.DataFrame:
@@ -114,6 +129,7 @@ def link_table(net: Network, duration_ps: int) -> pd.DataFrame:
                 "utilization": port.tx_bytes / capacity_bytes if capacity_bytes else 0.0,
                 "max_queue_bytes": port.max_queue_bytes,
                 "drops": port.drops,
+                **{column: port.drops_by_cause[c] for column, c in zip(LINK_DROP_COLUMNS, PORT_CAUSES)},
                 "ecn_marks": port.ecn_marks,
                 "pfc_pauses": port.pauses_received,
                 "paused_ps": port.paused_ps,
@@ -132,6 +148,11 @@ def uplink_imbalance(net: Network) -> tuple[float, float]:
     if not ratios:
         return 1.0, 1.0
     return max(ratios), sum(ratios) / len(ratios)
+
+
+GROUP_COLUMNS = (
+    "group", "kind", "flows", "ranks", "size_bytes", "completed", "cct_ps", "algbw_bps", "busbw_bps",
+)  # fmt: skip
 
 
 def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFrame:
@@ -158,7 +179,8 @@ def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFra
             row["algbw_bps"] = algbw_bps(info.size_bytes, cct)
             row["busbw_bps"] = busbw_bps(info.kind, info.size_bytes, info.ranks, cct)
         rows.append(row)
-    return pd.DataFrame(rows)
+    # the columns are named even when no group ran, so an empty table loads back the same
+    return pd.DataFrame(rows, columns=GROUP_COLUMNS)
 
 
 def summarize(
@@ -198,7 +220,10 @@ def summarize(
         "max_reorder": int(flows["max_reorder"].max()) if len(flows) else 0,
         "discards": int(flows["discards"].sum()),
         "timeouts": int(flows["timeouts"].sum()),
-        "drops": int(links["drops"].sum()),
+        # every drop, by cause (spraylab.net.drops); "drops": those before the receiving RNIC
+        "drops_total": sum(net.drops_by_cause),
+        **{f"drops_{name}": count for name, count in zip(DROP_CAUSES, net.drops_by_cause)},
+        "drops": sum(net.drops_by_cause[c] for c in NETWORK_CAUSES),
         "ecn_marks": int(links["ecn_marks"].sum()),
         "pfc_pauses": int(links["pfc_pauses"].sum()),
         "max_queue_bytes": int(links["max_queue_bytes"].max()) if len(links) else 0,
@@ -237,9 +262,16 @@ def _goodput(done: pd.DataFrame) -> float | None:
     return float((spans["bytes"] * 8e12 / (spans["end"] - spans["start"])).mean())
 
 
-def collect(net: Network, ideal_ps: list[int], groups: dict[str, GroupInfo], scenario: dict[str, Any], run_info: dict[str, Any]) -> Result:
+def collect(
+    net: Network,
+    ideal_ps: list[int],
+    groups: dict[str, GroupInfo],
+    scenario: dict[str, Any],
+    run_info: dict[str, Any],
+    bound_ps: list[int],
+) -> Result:
     duration = max(1, net.sim.now)
-    flows = flow_table(net, ideal_ps)
+    flows = flow_table(net, ideal_ps, bound_ps)
     links = link_table(net, duration)
     group_df = group_table(flows, groups)
     summary = summarize(net, flows, links, group_df, run_info)

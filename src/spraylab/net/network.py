@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from spraylab.engine.simulator import Simulator, StopSimulation
+from spraylab.net.drops import BUFFER, DROP_CAUSES, PORT_CAUSES, RANDOM_LOSS, no_drops
 from spraylab.net.framing import data_wire_bytes
 from spraylab.net.host import Host, Nic
 from spraylab.net.packet import Packet
@@ -74,7 +75,7 @@ class Network:
         self.qps: list[QueuePair] = []
         self.injected_packets = 0
         self.consumed_packets = 0
-        self.dropped_packets = 0
+        self.drops_by_cause = no_drops()  # indexed by spraylab.net.drops cause
         self.flows_received = 0
         self.senders_done = 0
         self.stop_when_done = True
@@ -329,6 +330,10 @@ class Network:
             self.sim.after(0, _stop_done)
 
     @property
+    def dropped_packets(self) -> int:
+        return sum(self.drops_by_cause)
+
+    @property
     def all_done(self) -> bool:
         return self.flows_received == len(self.qps)
 
@@ -339,14 +344,28 @@ class Network:
         return on_wires + in_queues + self.lb.held_packets()
 
     def check_conservation(self) -> dict[str, int]:
-        """Packet conservation (sent = delivered + dropped + in flight) and byte conservation
-        per completed flow. Raises AssertionError on a violation: never a silent number."""
+        """Packet conservation (sent = delivered + dropped + in flight, where dropped is the sum
+        of the per-cause counters every drop goes through), per-cause consistency (the
+        network's counters are the sums of the flows' and, for port causes, of the ports'),
+        byte conservation per completed flow, and no buffer drop on a lossless fabric (random
+        loss is allowed there: PFC does not stop corruption). Raises AssertionError on a
+        violation: never a silent number."""
         in_flight = self.packets_in_flight()
-        if self.injected_packets != self.consumed_packets + self.dropped_packets + in_flight:
+        by_cause = self.drops_by_cause
+        dropped = sum(by_cause)
+        if self.injected_packets != self.consumed_packets + dropped + in_flight:
             raise AssertionError(
                 f"packet conservation violated: injected {self.injected_packets} != consumed "
-                f"{self.consumed_packets} + dropped {self.dropped_packets} + in flight {in_flight}"
+                f"{self.consumed_packets} + dropped {dropped} + in flight {in_flight}"
             )
+        for cause, name in enumerate(DROP_CAUSES):
+            per_flow = sum(qp.drops_by_cause[cause] for qp in self.qps)
+            if per_flow != by_cause[cause]:
+                raise AssertionError(f"{name} drops: network counted {by_cause[cause]}, flows {per_flow}")
+        for cause, name in enumerate(DROP_CAUSES):
+            at_ports = sum(p.drops_by_cause[cause] for p in self.ports)
+            if at_ports != (by_cause[cause] if cause in PORT_CAUSES else 0):
+                raise AssertionError(f"{name} drops: network counted {by_cause[cause]}, ports {at_ports}")
         for qp in self.qps:
             rx = qp.rx
             if rx.finish_ps >= 0 and (rx.delivered_bytes != qp.spec.size_bytes or rx.epsn != qp.n_packets):
@@ -354,14 +373,12 @@ class Network:
                     f"byte conservation violated for flow {qp.flow_id}: delivered {rx.delivered_bytes} "
                     f"of {qp.spec.size_bytes} bytes"
                 )
-        if self.switch_params.lossless:
-            drops = sum(p.drops for p in self.ports if p.up)
-            if drops:
-                raise AssertionError(f"lossless fabric dropped {drops} packets on working links")
+        if self.switch_params.lossless and by_cause[BUFFER]:
+            raise AssertionError(f"lossless fabric dropped {by_cause[BUFFER]} packets for lack of buffer")
         return {
             "injected": self.injected_packets,
             "consumed": self.consumed_packets,
-            "dropped": self.dropped_packets,
+            "dropped": dropped,
             "in_flight": in_flight,
         }
 
@@ -369,11 +386,10 @@ class Network:
 def _lossy(sim: Simulator, port: Port, deliver: Any, loss_rate: float, random: Any) -> Any:
     def receive(pkt: Packet) -> None:
         if random() < loss_rate:
-            port.drops += 1
             if pkt.ingress is not None:  # lossless fabrics: free the PFC accounting too
                 pkt.ingress.release(pkt.size)
                 pkt.ingress = None
-            sim_drop(sim, pkt)
+            sim_drop(sim, pkt, RANDOM_LOSS, port)
         else:
             deliver(pkt)
 

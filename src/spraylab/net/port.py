@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from spraylab.net.drops import BUFFER, LINK_DOWN, no_drops
 from spraylab.net.packet import DATA, Packet
 
 if TYPE_CHECKING:
@@ -89,6 +90,7 @@ class Port:
         "tx_bytes",
         "tx_packets",
         "drops",
+        "drops_by_cause",
         "ecn_marks",
         "max_queue_bytes",
         "pauses_received",
@@ -138,7 +140,8 @@ class Port:
         self.waiter: Callable[[Any], None] | None = None
         self.tx_bytes = 0
         self.tx_packets = 0
-        self.drops = 0
+        self.drops = 0  # every cause; ToR programs compare it around a send to spot their own drops
+        self.drops_by_cause = no_drops()
         self.ecn_marks = 0
         self.max_queue_bytes = 0
         self.pauses_received = 0
@@ -183,8 +186,7 @@ class Port:
                 and backlog > buffer.safe_port_bytes
                 and not buffer.admits(self, backlog, pkt.size)
             ):
-                self.drops += 1
-                sim_drop(sim, pkt)
+                sim_drop(sim, pkt, BUFFER, self)
                 return
             if backlog > self.kmin and not self.mark_at_dequeue and pkt.kind == DATA and self._mark(backlog):
                 pkt.ecn = True
@@ -367,22 +369,27 @@ class IngressCounter:
 
 def _dropper(port: Port) -> Callable[[Packet], None]:
     def drop(pkt: Packet) -> None:
-        port.drops += 1
         if pkt.ingress is not None:  # lossless fabrics: free the PFC accounting too
             pkt.ingress.release(pkt.size)
             pkt.ingress = None
-        sim_drop(port.sim, pkt)
+        sim_drop(port.sim, pkt, LINK_DOWN, port)
 
     return drop
 
 
-def sim_drop(sim: Simulator, pkt: Packet) -> None:
-    """Every drop goes through here so the network's conservation counter sees it, and so
-    the ideal transport's oracle loss notice (``QueuePair.drop_hook``; None for the other
-    recovery modes, which pay this one attribute test) sees the loss."""
+def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) -> None:
+    """Every drop goes through here, with its cause (``spraylab.net.drops``): counted for the
+    network (the conservation check reads these counters), for the packet's flow and, when
+    the drop happens at an egress ``port``, for that port. Also the ideal transport's oracle
+    loss notice (``QueuePair.drop_hook``; None for the other recovery modes, which pay this one
+    attribute test) sees the loss."""
+    if port is not None:
+        port.drops += 1
+        port.drops_by_cause[cause] += 1
     qp = pkt.qp
     if qp is not None:
-        qp.net.dropped_packets += 1
+        qp.net.drops_by_cause[cause] += 1
+        qp.drops_by_cause[cause] += 1
         hook = qp.drop_hook
         if hook is not None:
             hook(pkt)

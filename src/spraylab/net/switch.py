@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from spraylab.net.drops import NO_ROUTE
 from spraylab.net.packet import DATA, Packet
 from spraylab.net.port import sim_drop
 from spraylab.net.routes import RouteGroup, hop_hash
@@ -89,7 +90,7 @@ class Switch:
         elif n:
             port = self.select(self, pkt, cands)
         else:  # destination unreachable (failed links, before or after reconvergence)
-            sim_drop(self.sim, pkt)
+            sim_drop(self.sim, pkt, NO_ROUTE)
             return
         if pkt.kind == DATA:
             port.send(pkt)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from spraylab.net.drops import no_drops
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.packet import ACK, DATA, Packet
 from spraylab.net.routes import packet_hash, trace_route
@@ -96,6 +97,7 @@ class QueuePair:
         "retx_packets",
         "nacks_received",
         "timeouts",
+        "drops_by_cause",
         "_rto_cb",
         "_deferred_nack_cb",
         # ideal transport only (None / unused otherwise)
@@ -156,6 +158,7 @@ class QueuePair:
         self.retx_packets = 0
         self.nacks_received = 0
         self.timeouts = 0
+        self.drops_by_cause = no_drops()  # this flow's packets (data and control) lost, by cause
         self._rto_cb = self._on_rto
         self._deferred_nack_cb = self._on_deferred_nack
         ideal = self.ideal

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spraylab.net.drops import BEYOND_BITMAP
 from spraylab.net.packet import ACK, CNP, CONTROL_WIRE_BYTES, NACK, Packet
+from spraylab.net.port import sim_drop
 from spraylab.transport.params import TransportParams
 
 if TYPE_CHECKING:
@@ -182,6 +184,13 @@ class Receiver:
             self.finish_ps = self.sim.now
             self.net.on_flow_received(self.qp)
 
+    def _discard(self, pkt: Packet) -> None:
+        """The RNIC throws away a packet beyond its out-of-order bitmap. The host counted its
+        arrival as a delivery; it is a drop (cause ``BEYOND_BITMAP``) instead."""
+        self.discards += 1
+        self.net.consumed_packets -= 1
+        sim_drop(self.sim, pkt, BEYOND_BITMAP)
+
     def _duplicate(self, pkt: Packet, nack: bool = False) -> None:
         """A PSN received before: ACK it, or NAK it when the hole at ePSN is still open."""
         self.duplicates += 1
@@ -267,7 +276,7 @@ class GoBackNReceiver(Receiver):
         if psn == epsn:
             self._in_order(pkt)
         elif psn > epsn:
-            self.discards += 1
+            self._discard(pkt)
             self._gap(pkt)
         else:
             self._duplicate(pkt)
@@ -289,7 +298,7 @@ class SelectiveRepeatReceiver(Receiver):
         if psn == epsn:
             self._in_order(pkt)
         elif psn >= epsn + self.bitmap:
-            self.discards += 1
+            self._discard(pkt)
         elif psn > epsn:
             if self.received[psn]:
                 # e.g. after a go-back-N resend on timeout: the hole at ePSN is still open,
