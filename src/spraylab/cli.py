@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
+import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-import tomllib
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +22,13 @@ if not console.is_terminal:  # piped or captured output: room for several scheme
     console.width = 160
 err_console = Console(stderr=True, soft_wrap=True)  # one problem, one line, whatever the width
 
+AllowLargeOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-large",
+        help="Run even beyond the size guard's memory/flow/packet limits (= run.allow_large = true)",
+    ),
+]
 SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a scenario value: key=value, e.g. --set run.seed=2 --set lb.scheme=rps"),
@@ -32,8 +39,8 @@ class UsageError(Exception):
     """Bad command-line input: reported as one line, exit code 2."""
 
 
-def parse_overrides(items: list[str] | None) -> dict[str, Any]:
-    overrides: dict[str, Any] = {}
+def parse_overrides(items: list[str] | None, allow_large: bool = False) -> dict[str, Any]:
+    overrides: dict[str, Any] = {"run.allow_large": True} if allow_large else {}
     for item in items or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -210,9 +217,10 @@ def run_command(
     scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name")],
     set_: SetOption = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Save the result (Parquet + JSON) here")] = None,
+    allow_large: AllowLargeOption = False,
 ) -> None:
     """Run one scenario and print its summary."""
-    sc = load_scenario(scenario, parse_overrides(set_))
+    sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     result = run_one(sc)
     console.print(summary_table(sc.name, {sc.lb.scheme: result.summary}))
     target = out or (Path(sc.output.dir) if sc.output.dir else None)
@@ -242,6 +250,7 @@ def compare_command(
     metrics: Annotated[
         str | None, typer.Option("--metrics", help="Sweep results: summary keys to show, e.g. slowdown_p99,fct_mean_ps")
     ] = None,
+    allow_large: AllowLargeOption = False,
 ) -> None:
     """Run one scenario under several schemes (table + plots), or tabulate a sweep's results
     directory: metric x scheme, mean ± 95% CI over seeds, ratio to a baseline, grouped by the other axes."""
@@ -252,7 +261,7 @@ def compare_command(
         return
     if baseline is not None or by is not None or metrics is not None:
         raise UsageError("--baseline, --by and --metrics apply to a sweep results directory (see spraylab sweep)")
-    sc = load_scenario(scenario, parse_overrides(set_))
+    sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     compare_scenario(sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}")
 
 
@@ -352,6 +361,7 @@ def sweep_command(
     force: Annotated[bool, typer.Option("--force", help="Rerun every point, even those complete in the store")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and list the points; run nothing")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar")] = True,
+    allow_large: AllowLargeOption = False,
 ) -> None:
     """Run a sweep (the cartesian product of its axes) into a resumable results store; an
     interrupted sweep reruns only the missing runs. Exit code 1 if a run failed."""
@@ -366,7 +376,7 @@ def sweep_command(
         raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
     if address and executor != "ray":
         raise UsageError("--address: only meaningful with --executor ray")
-    definition = Sweep.load(sweep)
+    definition = Sweep.load(sweep, allow_large=allow_large)
     target = out or Path("out") / f"sweep-{definition.name}"
     todo, have = plan(definition, Store(target), force)
     console.print(
@@ -422,7 +432,15 @@ def report_command(
     console.print(f"{len(report.plots)} plots and {report.html} written", highlight=False)
 
 
+def _error(message: str) -> None:
+    err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
+
+
 def main() -> None:
+    """The ``spraylab`` command. Bad input of any kind (scenario, sweep, options, files) ends
+    with one ``error:`` line and exit code 2, never a traceback."""
+    import click
+
     try:
         # Non-standalone mode hands back a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)
@@ -432,19 +450,24 @@ def main() -> None:
             err_console.print(f"error: {line}", markup=False, highlight=False)
         sys.exit(2)
     except UsageError as exc:
-        err_console.print(f"error: {exc}", markup=False, highlight=False)
+        _error(str(exc))
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
     except typer.Abort:
         sys.exit(1)
-    except Exception as exc:  # click's usage errors arrive here in non-standalone mode
-        show = getattr(exc, "show", None)
-        if show is None or not hasattr(exc, "exit_code"):
-            raise
-        show()
-        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # click's usage errors: unknown option, missing argument, ...
+        command = exc.ctx.command_path + ": " if getattr(exc, "ctx", None) is not None else ""
+        _error(command + exc.format_message())
+        sys.exit(exc.exit_code if exc.exit_code else 2)
+    except UnicodeDecodeError as exc:
+        _error(f"input is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})")
+        sys.exit(2)
+    except OSError as exc:  # a path given on the command line that cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error(f"{where}{exc.strerror or exc}")
+        sys.exit(2)
 
 
 if __name__ == "__main__":
