@@ -439,8 +439,6 @@ def _error(message: str) -> None:
 def main() -> None:
     """The ``spraylab`` command. Bad input of any kind (scenario, sweep, options, files) ends
     with one ``error:`` line and exit code 2, never a traceback."""
-    import click
-
     try:
         # Non-standalone mode hands back a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)
@@ -457,10 +455,6 @@ def main() -> None:
         sys.exit(130)
     except typer.Abort:
         sys.exit(1)
-    except click.ClickException as exc:  # click's usage errors: unknown option, missing argument, ...
-        command = exc.ctx.command_path + ": " if getattr(exc, "ctx", None) is not None else ""
-        _error(command + exc.format_message())
-        sys.exit(exc.exit_code if exc.exit_code else 2)
     except UnicodeDecodeError as exc:
         _error(f"input is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})")
         sys.exit(2)
@@ -468,6 +462,32 @@ def main() -> None:
         where = f"{exc.filename}: " if exc.filename else ""
         _error(f"{where}{exc.strerror or exc}")
         sys.exit(2)
+    except Exception as exc:
+        # Click's usage errors (unknown option, missing argument, bad --jobs), from whichever
+        # click typer uses (recent typers vendor their own): one line instead of usage + box.
+        message = getattr(exc, "format_message", None)
+        if message is None or not hasattr(exc, "exit_code"):
+            raise
+        ctx = getattr(exc, "ctx", None)
+        command = f"{ctx.command_path}: " if ctx is not None else ""
+        _error(command + message() + _usage_detail(exc, ctx))
+        sys.exit(exc.exit_code or 2)
+
+
+def _usage_detail(exc: Exception, ctx: Any) -> str:
+    """What click's message leaves out: the value given for a bad option, the commands allowed."""
+    param = getattr(exc, "param", None)
+    opts = getattr(param, "opts", None) or []
+    args = sys.argv[1:]
+    for i, arg in enumerate(args):
+        for opt in opts:
+            if arg == opt and i + 1 < len(args):
+                return f" (got {args[i + 1]!r})"
+            if arg.startswith(opt + "="):
+                return f" (got {arg[len(opt) + 1 :]!r})"
+    if "No such command" in str(getattr(exc, "message", "")) and ctx is not None:
+        return f" Commands: {', '.join(ctx.command.list_commands(ctx))}"
+    return ""
 
 
 if __name__ == "__main__":
