@@ -307,8 +307,9 @@ def demo_command(
 ) -> None:
     """Compare the load balancers on the default scenario (preset 'demo'): table + plots."""
     sc = load_scenario("demo", {})
+    variants = parse_variants(lb)  # bad --lb: one error line, before the banner
     console.print(f"[bold]spraylab demo[/]: {sc.name}, {sc.topology.kind}; schemes {escape(lb)}")
-    compare_scenario(sc, parse_variants(lb), out)
+    compare_scenario(sc, variants, out)
 
 
 @app.command("list")

@@ -659,6 +659,15 @@ def _loc(error: dict[str, Any], data: dict[str, Any]) -> tuple[str, Any]:
     return ".".join(parts), error.get("input")
 
 
+def _kinds(key: str) -> str:
+    """The kinds a tagged section accepts (pydantic leaves them out when ``kind`` is missing)."""
+    import typing
+
+    union = Workload if key.startswith("workload") else Topology
+    models = typing.get_args(typing.get_args(union)[0])
+    return ", ".join(repr(typing.get_args(m.model_fields["kind"].annotation)[0]) for m in models)
+
+
 def _allowed_keys(raw_loc: tuple[Any, ...]) -> str:
     """The keys the section holding an unknown key accepts."""
     tagged = {
@@ -715,6 +724,10 @@ def format_errors(exc: ValidationError, data: dict[str, Any]) -> list[str]:
             lines.append(
                 f"{key} = {value!r}: unknown key" + (f"; allowed keys: {allowed}" if allowed else "")
             )
+        elif kind == "missing" and error["loc"] and isinstance(error["loc"][-1], int):
+            # An item of a fixed-length list (a link's two ends): show the list as given.
+            parent = key.rpartition("[")[0]
+            lines.append(f"{parent} = {value!r}: too few items (item {error['loc'][-1]} is missing)")
         elif kind == "missing":
             lines.append(f"{key}: missing; this section or key is required")
         elif kind == "union_tag_invalid":
@@ -723,7 +736,7 @@ def format_errors(exc: ValidationError, data: dict[str, Any]) -> list[str]:
                 f"{key}.kind = {error['input'].get('kind') if isinstance(error['input'], dict) else error['input']!r}: unknown kind; allowed: {expected}"
             )
         elif kind == "union_tag_not_found":
-            lines.append(f"{key}: missing 'kind'; allowed: {error.get('ctx', {}).get('expected_tags', '')}")
+            lines.append(f"{key}: missing 'kind'; allowed: {_kinds(key)}")
         elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0] + ".")):
             lines.append(msg)
         else:
