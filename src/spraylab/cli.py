@@ -193,11 +193,13 @@ def run_one(scenario: Scenario, label: str = "") -> Any:
 
 
 def compare_scenario(scenario: Scenario, variants: list[tuple[str, dict[str, Any]]], out: Path | None) -> dict[str, Any]:
+    # Every variant validated before the first one runs (and before matplotlib loads).
+    scenarios = [(label, variant_scenario(scenario, overrides)) for label, overrides in variants]
     from spraylab.plots import slowdown_cdf, uplink_utilization
 
     results = {}
-    for label, overrides in variants:
-        results[label] = run_one(variant_scenario(scenario, overrides), label)
+    for label, variant in scenarios:
+        results[label] = run_one(variant, label)
     console.print(summary_table(f"{scenario.name}: {len(variants)} schemes", {k: r.summary for k, r in results.items()}))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
