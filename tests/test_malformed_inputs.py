@@ -120,7 +120,8 @@ CASES: dict[str, Case] = {
         topology={"events": [{**EVENT, "action": "loss", "loss_rate": 1}]},
     ),
     "event_link_one_end": bad(
-        ("topology.events[0].link", "['leaf0']", "too few items"), topology={"events": [{**EVENT, "link": ["leaf0"]}]}
+        ("topology.events[0].link", "['leaf0']", "too few items"),
+        topology={"events": [{**EVENT, "link": ["leaf0"]}]},
     ),
     "event_no_such_link": bad(
         ("topology.events.link", "spine9", "no such link", "names look like"),
@@ -261,7 +262,9 @@ CASES: dict[str, Case] = {
     "workload_unknown_kind": bad(
         ("workload.kind", "mystery", "permutation", "incast"), workload={"kind": "mystery"}
     ),
-    "workload_missing_kind": bad(("workload", "missing 'kind'", "'permutation', 'incast'"), workload={"size": "1MB"}),
+    "workload_missing_kind": bad(
+        ("workload", "missing 'kind'", "'permutation', 'incast'"), workload={"size": "1MB"}
+    ),
     "second_workload_bad": bad(
         ("workload[1].size", "-3", "negative", "KB"),
         workload=[{"kind": "permutation"}, {"kind": "random_pairs", "size": -3}],
@@ -533,3 +536,26 @@ def test_ray_failing_to_start_is_one_error_line(
     assert errors == [
         "error: --executor ray: cannot start or reach a local Ray instance: timed out waiting for the GCS"
     ]
+
+
+def test_unreadable_sweep_base_is_one_error_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A base scenario the process may not read (permission bits do not stop root, so the read
+    itself is made to fail) is named with the reason, in one line."""
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "base.toml", BASE)
+    write(tmp_path / "input.toml", sweep(base="base.toml"))
+    read_text = Path.read_text
+
+    def guarded(self: Path, *args: Any, **kwargs: Any) -> str:
+        if self.name == "base.toml":
+            raise PermissionError(13, "Permission denied", str(self))
+        return read_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "read_text", guarded)
+    code, out, err = spraylab(["sweep", "input.toml", "--dry-run"], capsys)
+    assert code == 2 and "Traceback" not in out + err
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert "base = 'base.toml'" in lines[0] and "Permission denied" in lines[0], lines[0]

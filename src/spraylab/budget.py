@@ -14,6 +14,7 @@ all", so they err on the large side only by small factors.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -135,9 +136,7 @@ def _workload(w: object, hosts: int, host_rate_bps: int, mtu: int) -> tuple[int,
             return m * (m - 1), m * (m - 1) * max(1, w.size // m), 0
         return steps * m, steps * w.size, 0
     if isinstance(w, CdfWorkload):
-        from spraylab.workload.cdf import FlowSizeCdf
-
-        mean_bytes = FlowSizeCdf.load(w.cdf).mean_bytes()
+        mean_bytes = _cdf_mean_bytes(w.cdf)
         # Poisson arrivals: aggregate rate = load x capacity / mean size (workload.cdf.poisson_flows).
         flows = math.ceil(w.load * host_rate_bps * hosts / (8 * mean_bytes) * w.duration / 1e12)
         return flows, math.ceil(flows * mean_bytes), 0
@@ -156,6 +155,14 @@ def _workload(w: object, hosts: int, host_rate_bps: int, mtu: int) -> tuple[int,
         flows = phases * (2 * g * g + 3 * RAIL_BYTES_FACTOR * phase_bytes // w.chunk)
         return flows, total, routing + phases * g * g * RAIL_MATRIX_BYTES_PER_PAIR
     raise TypeError(f"no size estimate for workload {w!r}")  # pragma: no cover - union is closed
+
+
+@functools.cache
+def _cdf_mean_bytes(name: str) -> float:
+    # Cached: a sweep estimates every point, and each load reads the distribution's file.
+    from spraylab.workload.cdf import FlowSizeCdf
+
+    return FlowSizeCdf.load(name).mean_bytes()
 
 
 def estimate(scenario: Scenario) -> Estimate:
