@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
+import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-import tomllib
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -22,6 +22,13 @@ if not console.is_terminal:  # piped or captured output: room for several scheme
     console.width = 160
 err_console = Console(stderr=True, soft_wrap=True)  # one problem, one line, whatever the width
 
+AllowLargeOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-large",
+        help="Run even beyond the size guard's memory/flow/packet limits (= run.allow_large = true)",
+    ),
+]
 SetOption = Annotated[
     list[str] | None,
     typer.Option("--set", "-s", help="Override a scenario value: key=value, e.g. --set run.seed=2 --set lb.scheme=rps"),
@@ -32,8 +39,8 @@ class UsageError(Exception):
     """Bad command-line input: reported as one line, exit code 2."""
 
 
-def parse_overrides(items: list[str] | None) -> dict[str, Any]:
-    overrides: dict[str, Any] = {}
+def parse_overrides(items: list[str] | None, allow_large: bool = False) -> dict[str, Any]:
+    overrides: dict[str, Any] = {"run.allow_large": True} if allow_large else {}
     for item in items or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -186,11 +193,13 @@ def run_one(scenario: Scenario, label: str = "") -> Any:
 
 
 def compare_scenario(scenario: Scenario, variants: list[tuple[str, dict[str, Any]]], out: Path | None) -> dict[str, Any]:
+    # Every variant validated before the first one runs (and before matplotlib loads).
+    scenarios = [(label, variant_scenario(scenario, overrides)) for label, overrides in variants]
     from spraylab.plots import slowdown_cdf, uplink_utilization
 
     results = {}
-    for label, overrides in variants:
-        results[label] = run_one(variant_scenario(scenario, overrides), label)
+    for label, variant in scenarios:
+        results[label] = run_one(variant, label)
     console.print(summary_table(f"{scenario.name}: {len(variants)} schemes", {k: r.summary for k, r in results.items()}))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
@@ -210,9 +219,10 @@ def run_command(
     scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name")],
     set_: SetOption = None,
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Save the result (Parquet + JSON) here")] = None,
+    allow_large: AllowLargeOption = False,
 ) -> None:
     """Run one scenario and print its summary."""
-    sc = load_scenario(scenario, parse_overrides(set_))
+    sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     result = run_one(sc)
     console.print(summary_table(sc.name, {sc.lb.scheme: result.summary}))
     target = out or (Path(sc.output.dir) if sc.output.dir else None)
@@ -242,6 +252,7 @@ def compare_command(
     metrics: Annotated[
         str | None, typer.Option("--metrics", help="Sweep results: summary keys to show, e.g. slowdown_p99,fct_mean_ps")
     ] = None,
+    allow_large: AllowLargeOption = False,
 ) -> None:
     """Run one scenario under several schemes (table + plots), or tabulate a sweep's results
     directory: metric x scheme, mean ± 95% CI over seeds, ratio to a baseline, grouped by the other axes."""
@@ -252,7 +263,7 @@ def compare_command(
         return
     if baseline is not None or by is not None or metrics is not None:
         raise UsageError("--baseline, --by and --metrics apply to a sweep results directory (see spraylab sweep)")
-    sc = load_scenario(scenario, parse_overrides(set_))
+    sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     compare_scenario(sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}")
 
 
@@ -298,8 +309,9 @@ def demo_command(
 ) -> None:
     """Compare the load balancers on the default scenario (preset 'demo'): table + plots."""
     sc = load_scenario("demo", {})
+    variants = parse_variants(lb)  # bad --lb: one error line, before the banner
     console.print(f"[bold]spraylab demo[/]: {sc.name}, {sc.topology.kind}; schemes {escape(lb)}")
-    compare_scenario(sc, parse_variants(lb), out)
+    compare_scenario(sc, variants, out)
 
 
 @app.command("list")
@@ -352,6 +364,7 @@ def sweep_command(
     force: Annotated[bool, typer.Option("--force", help="Rerun every point, even those complete in the store")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and list the points; run nothing")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar")] = True,
+    allow_large: AllowLargeOption = False,
 ) -> None:
     """Run a sweep (the cartesian product of its axes) into a resumable results store; an
     interrupted sweep reruns only the missing runs. Exit code 1 if a run failed."""
@@ -366,7 +379,7 @@ def sweep_command(
         raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
     if address and executor != "ray":
         raise UsageError("--address: only meaningful with --executor ray")
-    definition = Sweep.load(sweep)
+    definition = Sweep.load(sweep, allow_large=allow_large)
     target = out or Path("out") / f"sweep-{definition.name}"
     todo, have = plan(definition, Store(target), force)
     console.print(
@@ -422,7 +435,13 @@ def report_command(
     console.print(f"{len(report.plots)} plots and {report.html} written", highlight=False)
 
 
+def _error(message: str) -> None:
+    err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
+
+
 def main() -> None:
+    """The ``spraylab`` command. Bad input of any kind (scenario, sweep, options, files) ends
+    with one ``error:`` line and exit code 2, never a traceback."""
     try:
         # Non-standalone mode hands back a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)
@@ -432,19 +451,46 @@ def main() -> None:
             err_console.print(f"error: {line}", markup=False, highlight=False)
         sys.exit(2)
     except UsageError as exc:
-        err_console.print(f"error: {exc}", markup=False, highlight=False)
+        _error(str(exc))
         sys.exit(2)
     except KeyboardInterrupt:
         err_console.print("interrupted")
         sys.exit(130)
     except typer.Abort:
         sys.exit(1)
-    except Exception as exc:  # click's usage errors arrive here in non-standalone mode
-        show = getattr(exc, "show", None)
-        if show is None or not hasattr(exc, "exit_code"):
+    except UnicodeDecodeError as exc:
+        _error(f"input is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})")
+        sys.exit(2)
+    except OSError as exc:  # a path given on the command line that cannot be read or written
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error(f"{where}{exc.strerror or exc}")
+        sys.exit(2)
+    except Exception as exc:
+        # Click's usage errors (unknown option, missing argument, bad --jobs), from whichever
+        # click typer uses (recent typers vendor their own): one line instead of usage + box.
+        message = getattr(exc, "format_message", None)
+        if message is None or not hasattr(exc, "exit_code"):
             raise
-        show()
-        sys.exit(exc.exit_code)
+        ctx = getattr(exc, "ctx", None)
+        command = f"{ctx.command_path}: " if ctx is not None else ""
+        _error(command + message() + _usage_detail(exc, ctx))
+        sys.exit(exc.exit_code or 2)
+
+
+def _usage_detail(exc: Exception, ctx: Any) -> str:
+    """What click's message leaves out: the value given for a bad option, the commands allowed."""
+    param = getattr(exc, "param", None)
+    opts = getattr(param, "opts", None) or []
+    args = sys.argv[1:]
+    for i, arg in enumerate(args):
+        for opt in opts:
+            if arg == opt and i + 1 < len(args):
+                return f" (got {args[i + 1]!r})"
+            if arg.startswith(opt + "="):
+                return f" (got {arg[len(opt) + 1 :]!r})"
+    if "No such command" in str(getattr(exc, "message", "")) and ctx is not None:
+        return f" Commands: {', '.join(ctx.command.list_commands(ctx))}"
+    return ""
 
 
 if __name__ == "__main__":

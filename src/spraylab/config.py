@@ -8,10 +8,10 @@ one line per problem naming the key, the value and what is allowed.
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-import tomllib
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -214,6 +214,11 @@ class TransportSection(Section):
                     f"transport.{key} = {value}: no effect while ack_every = 1 (an ACK per packet); "
                     "set ack_every = 0 (off) or above 1"
                 )
+        if not (self.ack_every or self.ack_every_bytes or self.ack_delay):
+            raise ValueError(
+                "transport.ack_every = 0: with ack_every_bytes and ack_delay also 0 nothing would "
+                "be acknowledged before the last packet; set ack_every >= 1, ack_every_bytes or ack_delay"
+            )
         return self
 
 
@@ -424,6 +429,17 @@ class RunSection(Section):
     max_wall_s: float = Field(default=0, ge=0)  # 0 = no budget
     stop: Literal["workload", "time"] = "workload"
     progress: bool = True
+    # Skip the size guard (spraylab.budget): run even when the estimate exceeds the memory limit
+    # or the flow/packet caps.
+    allow_large: bool = False
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when false, so scenarios written before the option existed stay the same runs.
+        data = handler(self)
+        if not self.allow_large:
+            data.pop("allow_large", None)
+        return data
 
 
 class OutputSection(Section):
@@ -510,10 +526,12 @@ class Scenario(Section):
         return self.model_dump(mode="json")
 
     def with_overrides(self, overrides: dict[str, Any]) -> Scenario:
-        """A copy with dotted keys replaced, e.g. ``{"lb.scheme": "rps", "run.seed": 2}``."""
+        """A copy with dotted keys replaced, e.g. ``{"lb.scheme": "rps", "run.seed": 2}``. A new
+        ``lb.scheme`` keeps the base's scheme parameters it accepts and drops the others;
+        ``{"lb": {...}}`` replaces the whole section."""
         data = self.to_dict()
         for key, value in overrides.items():
-            set_dotted(data, key, value)
+            apply_override(data, key, value)
         return validate(data)
 
     @property
@@ -544,9 +562,16 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
     """A TOML file as a dict; unreadable or malformed files raise a one-line ScenarioError."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ScenarioError([f"{path}: cannot read {what} file ({exc.strerror})"]) from None
+        raise ScenarioError([f"{path}: cannot read {what} file ({exc.strerror or exc})"]) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            [
+                f"{path}: not a text file (byte {exc.object[exc.start]:#04x} at offset {exc.start} is not "
+                f"UTF-8); a {what} file is TOML text"
+            ]
+        ) from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -554,18 +579,61 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:
-    parts = key.split(".")
-    node = data
-    for part in parts[:-1]:
-        if isinstance(node, list):
-            node = node[int(part)] if part.isdigit() else node[0]
-            continue
-        node = node.setdefault(part, {})
+    """Set a dotted key (``run.seed``, ``workload.1.size``) in a raw scenario dict. A name applied
+    to a list sets it in every entry (``workload.size`` on several ``[[workload]]`` tables); a
+    number indexes it. A key that reaches into a plain value or past a list's end raises a
+    one-line :class:`ScenarioError`."""
+    _set_path(data, key.split("."), value, key, [])
+
+
+def _set_path(node: Any, parts: list[str], value: Any, key: str, seen: list[str]) -> None:
+    part, rest = parts[0], parts[1:]
+    where = ".".join(seen)
     if isinstance(node, list):
-        for item in node:
-            item[parts[-1]] = value
+        if not part.isdigit():
+            if not node:
+                raise ScenarioError([f"{key} = {value!r}: {where} is an empty list; nothing to set in it"])
+            for item in node:
+                _set_path(item, parts, value, key, seen)
+            return
+        index = int(part)
+        if index >= len(node):
+            allowed = f"index 0..{len(node) - 1}" if node else "it is empty"
+            raise ScenarioError([f"{key} = {value!r}: {where} has {len(node)} entries; {allowed}"])
+        if not rest:
+            node[index] = value
+        else:
+            _set_path(node[index], rest, value, key, [*seen, part])
+        return
+    if not isinstance(node, dict):
+        raise ScenarioError(
+            [f"{key} = {value!r}: {where} is the value {node!r}, not a section; nothing inside it to set"]
+        )
+    if not rest:
+        node[part] = value
+        return
+    _set_path(node.setdefault(part, {}), rest, value, key, [*seen, part])
+
+
+def switch_scheme(lb: Any, scheme: Any) -> dict[str, Any]:
+    """The ``lb`` section after ``lb.scheme`` is set to ``scheme``: the base's parameters that the
+    new scheme accepts carry over, the others are dropped (they belong to the old scheme)."""
+    from spraylab.lb.base import REGISTRY, load_builtin_schemes
+
+    load_builtin_schemes()
+    cls = REGISTRY.get(scheme) if isinstance(scheme, str) else None
+    if cls is None or not isinstance(lb, dict):
+        return {"scheme": scheme}  # validation reports the unknown scheme
+    return {"scheme": scheme, **{k: v for k, v in lb.items() if k in cls.Params.model_fields}}
+
+
+def apply_override(data: dict[str, Any], key: str, value: Any) -> None:
+    """One override of :meth:`Scenario.with_overrides` and of sweep axes: ``set_dotted``, except
+    that a new ``lb.scheme`` keeps only the parameters it accepts (:func:`switch_scheme`)."""
+    if key == "lb.scheme":
+        data["lb"] = switch_scheme(data.get("lb", {}), value)
     else:
-        node[parts[-1]] = value
+        set_dotted(data, key, value)
 
 
 def validate(data: dict[str, Any], source: str = "") -> Scenario:
@@ -629,6 +697,15 @@ def _loc(error: dict[str, Any], data: dict[str, Any]) -> tuple[str, Any]:
     return ".".join(parts), error.get("input")
 
 
+def _kinds(key: str) -> str:
+    """The kinds a tagged section accepts (pydantic leaves them out when ``kind`` is missing)."""
+    import typing
+
+    union = Workload if key.startswith("workload") else Topology
+    models = typing.get_args(typing.get_args(union)[0])
+    return ", ".join(repr(typing.get_args(m.model_fields["kind"].annotation)[0]) for m in models)
+
+
 def _allowed_keys(raw_loc: tuple[Any, ...]) -> str:
     """The keys the section holding an unknown key accepts."""
     tagged = {
@@ -654,10 +731,24 @@ def _allowed_keys(raw_loc: tuple[Any, ...]) -> str:
         field = model.model_fields.get(item)
         if field is None:
             return ""
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            model = annotation
+        section = _section_model(field.annotation)
+        if section is not None:
+            model = section
     return ", ".join(model.model_fields)
+
+
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The section model of a field: itself, or the item of a list or optional of one
+    (``topology.events`` is ``list[LinkEvent]``: an unknown key there lists LinkEvent's keys)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    import typing
+
+    for arg in typing.get_args(annotation):
+        found = _section_model(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def format_errors(exc: ValidationError, data: dict[str, Any]) -> list[str]:
@@ -671,6 +762,10 @@ def format_errors(exc: ValidationError, data: dict[str, Any]) -> list[str]:
             lines.append(
                 f"{key} = {value!r}: unknown key" + (f"; allowed keys: {allowed}" if allowed else "")
             )
+        elif kind == "missing" and error["loc"] and isinstance(error["loc"][-1], int):
+            # An item of a fixed-length list (a link's two ends): show the list as given.
+            parent = key.rpartition("[")[0]
+            lines.append(f"{parent} = {value!r}: too few items (item {error['loc'][-1]} is missing)")
         elif kind == "missing":
             lines.append(f"{key}: missing; this section or key is required")
         elif kind == "union_tag_invalid":
@@ -679,7 +774,7 @@ def format_errors(exc: ValidationError, data: dict[str, Any]) -> list[str]:
                 f"{key}.kind = {error['input'].get('kind') if isinstance(error['input'], dict) else error['input']!r}: unknown kind; allowed: {expected}"
             )
         elif kind == "union_tag_not_found":
-            lines.append(f"{key}: missing 'kind'; allowed: {error.get('ctx', {}).get('expected_tags', '')}")
+            lines.append(f"{key}: missing 'kind'; allowed: {_kinds(key)}")
         elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0] + ".")):
             lines.append(msg)
         else:

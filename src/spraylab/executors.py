@@ -49,7 +49,8 @@ def execute(scenario: dict[str, Any]) -> Outcome:
         from spraylab.config import validate
         from spraylab.experiment import run
 
-        result = run(validate(scenario))
+        # The sweep checked every point's size when it was planned (with its --allow-large).
+        result = run(validate(scenario), check_size=False)
         timing["worker_s"] = round(time.perf_counter() - start, 3)
         return Outcome(result=result, timing=timing)
     except Exception as exc:
@@ -193,15 +194,23 @@ class RayExecutor:
                 kwargs["address"] = address
             else:
                 kwargs["num_cpus"] = max(1, jobs or os.cpu_count() or 1)
+            where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
             try:
                 ray.init(**kwargs)
-            except (ConnectionError, RuntimeError, ValueError) as exc:
-                where = f"the Ray cluster at {address!r}" if address else "a local Ray instance"
+            except (
+                Exception
+            ) as exc:  # Ray raises many kinds (ConnectionError, RuntimeError, TimeoutError, ...)
                 raise ExecutorError(
-                    f"--executor ray: cannot start or reach {where}: {str(exc).splitlines()[0]}"
+                    f"--executor ray: cannot start or reach {where}: {_first_line(exc)}"
                 ) from None
             self._started = True
-        cpus = int(ray.cluster_resources().get("CPU", 1))
+        try:
+            cpus = int(ray.cluster_resources().get("CPU", 1))
+        except Exception as exc:
+            self.shutdown()
+            raise ExecutorError(
+                f"--executor ray: the Ray instance started but does not answer: {_first_line(exc)}"
+            ) from None
         self.slots = max(1, jobs or cpus)
         self._task = ray.remote(num_cpus=1)(_ray_execute)
 
@@ -227,6 +236,11 @@ class RayExecutor:
         if self._started:
             self._ray.shutdown()
             self._started = False
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def _check_reachable(address: str) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spraylab.budget import check as check_budget
 from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Scenario, ScenarioError
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import make_lb
@@ -110,7 +111,9 @@ class Simulation:
     fct_bound: list[int]
     wall_s: float = 0.0
 
-    def run(self, progress: ProgressFn | None = None) -> str:
+    def run(self, progress: ProgressFn | None = None, until_ps: int | None = None) -> str:
+        """Run until the stop condition, or until simulated time ``until_ps`` (at most
+        ``run.time_limit``); a later call continues from there. Returns the stop reason."""
         r = self.scenario.run
         bind = getattr(progress, "bind", None)
         if bind is not None:
@@ -118,7 +121,7 @@ class Simulation:
         self.sim.set_progress(progress)
         start = time.perf_counter()
         reason = self.sim.run(
-            until_ps=r.time_limit,
+            until_ps=r.time_limit if until_ps is None else min(until_ps, r.time_limit),
             max_events=r.max_events or None,
             max_wall_s=r.max_wall_s or None,
         )
@@ -149,7 +152,11 @@ class Simulation:
         return collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)
 
 
-def build(scenario: Scenario) -> Simulation:
+def build(scenario: Scenario, check_size: bool = True) -> Simulation:
+    """The simulator and network of ``scenario``, before running. ``check_size = False`` skips
+    the size guard (:mod:`spraylab.budget`), for callers that checked already (sweep workers)."""
+    if check_size:
+        check_budget(scenario)
     scenario = lb_override(scenario)  # strategy "rail_spray" runs under per-packet spraying
     sim = Simulator(scenario.run.seed)
     fabric = build_fabric(scenario.topology)
@@ -177,15 +184,20 @@ def build(scenario: Scenario) -> Simulation:
     return Simulation(scenario, sim, net, groups, ideal, fct_lower_bounds_ps(net, qps))
 
 
-def run(scenario: Scenario | str | Path | dict[str, Any], progress: ProgressFn | None = None) -> Result:
-    """Run one scenario (object, TOML path or dict) to its stop condition and return its Result."""
+def run(
+    scenario: Scenario | str | Path | dict[str, Any],
+    progress: ProgressFn | None = None,
+    check_size: bool = True,
+) -> Result:
+    """Run one scenario (object, TOML path or dict) to its stop condition and return its Result.
+    A scenario beyond the size guard raises :class:`ScenarioError` before anything is built."""
     if isinstance(scenario, (str, Path)):
         scenario = Scenario.load(scenario)
     elif isinstance(scenario, dict):
         from spraylab.config import validate
 
         scenario = validate(scenario)
-    simulation = build(scenario)
+    simulation = build(scenario, check_size)
     if scenario.run.stop == "time":
         simulation.net.stop_when_done = False
     simulation.run(progress)

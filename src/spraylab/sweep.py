@@ -29,16 +29,18 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import math
 import time
+import tomllib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
-from spraylab.config import Scenario, ScenarioError, read_toml, set_dotted, validate
+from spraylab.budget import check as check_budget
+from spraylab.budget import check_sweep_points
+from spraylab.config import Scenario, ScenarioError, apply_override, read_toml, validate
 from spraylab.executors import Executor, Outcome, make_executor
 from spraylab.store import Store, scenario_key
 
@@ -77,15 +79,24 @@ class Sweep:
     baseline: str | None = None
 
     @classmethod
-    def load(cls, path: str | Path) -> Sweep:
+    def load(cls, path: str | Path, allow_large: bool = False) -> Sweep:
         path = Path(path)
         data = read_toml(path, "sweep")
-        return cls.from_dict(data, source=str(path), base_dir=path.parent, default_name=path.stem)
+        return cls.from_dict(
+            data, source=str(path), base_dir=path.parent, default_name=path.stem, allow_large=allow_large
+        )
 
     @classmethod
     def from_dict(
-        cls, data: dict[str, Any], source: str = "", base_dir: Path | None = None, default_name: str = "sweep"
+        cls,
+        data: dict[str, Any],
+        source: str = "",
+        base_dir: Path | None = None,
+        default_name: str = "sweep",
+        allow_large: bool = False,
     ) -> Sweep:
+        """``allow_large``: skip the size guard (:mod:`spraylab.budget`) on the number of points
+        and on each point, as ``run.allow_large = true`` in the base does."""
         where = f"{source}: " if source else ""
         allowed = (*SWEEP_KEYS, *Scenario.model_fields)
         unknown = [k for k in data if k not in allowed]
@@ -103,7 +114,12 @@ class Sweep:
         inline = {k: v for k, v in data.items() if k in Scenario.model_fields}
         base = deep_merge(base, inline)
         axes = _check_axes(data.get("axes"), where)
-        points = build_points(base, axes, where)
+        run = base.get("run")
+        allow_large = allow_large or (isinstance(run, dict) and run.get("allow_large") is True)
+        # Before the product is expanded: a 10^7-point sweep would take minutes and gigabytes
+        # just to validate.
+        check_sweep_points(math.prod(len(v) for v in axes.values()), where, allow_large)
+        points = build_points(base, axes, where, allow_large)
         return cls(
             name=data.get("name") or default_name,
             base=base,
@@ -168,9 +184,9 @@ def _load_base(base: str | None, base_dir: Path, where: str) -> dict[str, Any]:
             return tomllib.loads(preset.read_text())
         raise ScenarioError([f"{where}base = {base!r}: no such scenario file ({path}) or preset"])
     try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError([f"{where}base = {base!r}: not valid TOML: {exc}"]) from None
+        return read_toml(path, "base scenario")
+    except ScenarioError as exc:
+        raise ScenarioError([f"{where}base = {base!r}: {line}" for line in exc.lines]) from None
 
 
 def _check_axes(axes: Any, where: str) -> dict[str, list[Any]]:
@@ -212,48 +228,50 @@ def apply_axes(base: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """The raw scenario of one point: the base with the axis values set."""
     data = copy.deepcopy(base)
     for key, value in values.items():
-        if key == "lb.scheme":
-            data["lb"] = _switch_scheme(data.get("lb", {}), value)
-        else:
-            set_dotted(data, key, copy.deepcopy(value))
+        apply_override(data, key, copy.deepcopy(value))
     return data
 
 
-def _switch_scheme(lb: dict[str, Any], scheme: Any) -> dict[str, Any]:
-    """A new scheme keeps only the base parameters it accepts."""
-    from spraylab.lb.base import REGISTRY, load_builtin_schemes
-
-    load_builtin_schemes()
-    cls = REGISTRY.get(scheme) if isinstance(scheme, str) else None
-    if cls is None or not isinstance(lb, dict):
-        return {"scheme": scheme}  # validation reports the unknown scheme
-    return {"scheme": scheme, **{k: v for k, v in lb.items() if k in cls.Params.model_fields}}
-
-
 def normalize(scenario: Scenario) -> Scenario:
-    """Settings that do not change a run's result are fixed, so they do not change its key."""
+    """Settings that do not change a run's result are fixed, so they do not change its key.
+    (``run.allow_large`` is honoured when the points are checked, before this.)"""
     data = scenario.to_dict()
     data["run"]["progress"] = False
+    data["run"].pop("allow_large", None)
     data["output"]["dir"] = ""
     return validate(data)
 
 
-def build_points(base: dict[str, Any], axes: dict[str, list[Any]], where: str = "") -> list[Point]:
+def build_points(
+    base: dict[str, Any], axes: dict[str, list[Any]], where: str = "", allow_large: bool = False
+) -> list[Point]:
     """Validate every point of the product; one error line per problem, attributed to the base
-    scenario or to an axis value when that alone explains it, else to the point."""
+    scenario or to an axis value when that alone explains it, else to the point. Then the size
+    guard on every point: one line for the first point beyond it, with the count of the others."""
     points: list[Point] = []
     failures: list[tuple[dict[str, Any], list[str]]] = []
+    too_large: list[tuple[dict[str, Any], str]] = []
     keys = list(axes)
     for i, combo in enumerate(itertools.product(*axes.values())):
         values = dict(zip(keys, combo))
         try:
-            scenario = normalize(validate(apply_axes(base, values)))
+            scenario = validate(apply_axes(base, values))
+            try:
+                check_budget(scenario, allow_large)
+            except ScenarioError as exc:
+                too_large.append((values, exc.lines[0]))
+            scenario = normalize(scenario)
         except ScenarioError as exc:
             failures.append((values, exc.lines))
             continue
         points.append(Point(i, values, scenario, scenario_key(scenario.to_dict())))
     if failures:
         raise ScenarioError(_unique(_attribute(base, failures, where)))
+    if too_large:
+        values, line = too_large[0]
+        label = ", ".join(f"{k}={value_label(v)}" for k, v in values.items())
+        others = f" (and {len(too_large) - 1} more of the {len(points)} points)" if len(too_large) > 1 else ""
+        raise ScenarioError([f"{where}point {label}{others}: {line}"])
     problems = []
     seen: dict[str, Point] = {}
     for p in points:
@@ -280,7 +298,8 @@ def _attribute(
 ) -> list[str]:
     base_errors = set(_errors_of(base))
     single: dict[tuple[str, str], set[str]] = {}
-    problems = []
+    problems: list[Any] = []  # a line, or (axis key, line with the value left out)
+    by_axis: dict[tuple[str, str], list[Any]] = {}
     for values, lines in failures:
         for line in lines:
             if line in base_errors:
@@ -292,12 +311,30 @@ def _attribute(
                     single[cache_key] = set(_errors_of(apply_axes(base, {key: value})))
                 if line in single[cache_key]:
                     text = line if line.startswith(f"{key} ") else f"{key} = {value!r}: {line}"
-                    problems.append(f"{where}axes: {text}")
+                    problem = (key, text.replace(f"{key} = {value!r}", f"{key} = \0", 1))
+                    by_axis.setdefault(problem, []).append(value)
+                    problems.append(problem)
                     break
             else:
                 label = ", ".join(f"{k}={value_label(v)}" for k, v in values.items())
                 problems.append(f"{where}point {label}: {line}")
-    return problems
+    # One line per axis problem, not per value: an unknown axis key fails every value alike.
+    out = []
+    for problem in _unique(problems):
+        if isinstance(problem, str):
+            out.append(problem)
+            continue
+        values = _unique_values(by_axis[problem])
+        shown = repr(values[0]) if len(values) == 1 else repr(values)
+        out.append(f"{where}axes: {problem[1].replace(chr(0), shown, 1)}")
+    return out
+
+
+def _unique_values(values: list[Any]) -> list[Any]:
+    seen: dict[str, Any] = {}
+    for value in values:
+        seen.setdefault(json.dumps(value, sort_keys=True), value)
+    return list(seen.values())
 
 
 def _unique(lines: list[str]) -> list[str]:

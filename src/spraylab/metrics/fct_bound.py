@@ -26,8 +26,8 @@ import heapq
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from spraylab.net.host import Host
 from spraylab.net.framing import data_wire_bytes
+from spraylab.net.host import Host
 from spraylab.net.switch import Switch
 
 if TYPE_CHECKING:

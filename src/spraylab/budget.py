@@ -1,0 +1,251 @@
+"""Size guard: what a scenario will cost, estimated from its description before anything is built.
+
+A scenario that validates can still be far beyond what the machine holds (10^9 hosts, a 1000 TB
+flow, 1000 s of Poisson arrivals); building it would grow by gigabytes with no output. ``check``
+estimates hosts, switches, ports, flows, packets, events and memory in O(number of sections), and
+refuses with one line naming the estimate and the limit unless ``run.allow_large = true`` (CLI:
+``--allow-large``). Sweeps are checked the same way per point, and their point count before the
+product of the axes is expanded (:func:`check_sweep_points`).
+
+The estimates are upper bounds of the right order, not predictions: they decide "can this run at
+all", so they err on the large side only by small factors.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import os
+from dataclasses import dataclass
+
+from spraylab.config import (
+    AllToAllWorkload,
+    CdfWorkload,
+    CollectiveWorkload,
+    FatTreeTopology,
+    IncastWorkload,
+    LeafSpineTopology,
+    MoeWorkload,
+    PermutationWorkload,
+    RailAllToAllWorkload,
+    RandomPairsWorkload,
+    Scenario,
+    ScenarioError,
+)
+
+OVERRIDE = "set run.allow_large = true (CLI: --allow-large) to run it anyway"
+
+# Caps independent of memory: beyond them a run takes days at the engine's ~3-8 x 10^5 events/s
+# (README, Performance), which is never what a scenario meant by accident.
+MAX_FLOWS = 10_000_000
+MAX_PACKETS = 1_000_000_000
+MAX_SWEEP_POINTS = 100_000
+MEMORY_FRACTION = 0.5  # of what the process may use: the rest for the interpreter, pandas, the OS
+
+# Bytes per object, measured once with tracemalloc (peak of build() or run() on small leaf-spines,
+# differences between two sizes so fixed costs cancel; Python 3.11):
+#   per flow: run() of 2,000 vs 20,000 one-packet random_pairs flows, 7.3 -> 66.1 MB: 3.3 KB
+#     (queue pair, receiver, DCQCN state, FlowSpec, start event, result row);
+#   per port: build() of 8 leaves x 8 vs 64 spines, 256 -> 1,152 ports, 0.53 -> 1.34 MB: 0.9 KB;
+#   per host: 128 vs 1,024 hosts, after the ports and the routing tables below: about 2 KB;
+#   routing: one 8-byte list slot per (host or switch, destination host) pair
+#     (Network._compute_routes: a table per switch and a route list per host, each n_hosts long);
+#   per packet of a flow's size: go-back-N and SR receivers 1 B (a bytearray of PSNs),
+#     ideal recovery 25 B (two int lists on the sender, one on the receiver): 16 x 4 MB vs 40 MB
+#     permutations, 0.16 -> 0.30 MB (gbn) and 0.54 -> 4.05 MB (ideal) for 140,625 more packets;
+#   per queued packet: a 20-slot Packet object plus its event tuple, about 250 B.
+FLOW_BYTES = 3_300
+PORT_BYTES = 900
+HOST_BYTES = 2_000
+ROUTE_SLOT_BYTES = 8
+PACKET_STATE_BYTES = {"gbn": 1, "sr": 1, "ideal": 25}
+QUEUED_PACKET_BYTES = 250
+# Rail workloads build G x G int64 byte matrices (dispatch, its transpose, the planner's copies)
+# and route every token over the experts as float arrays.
+RAIL_MATRIX_BYTES_PER_PAIR = 32
+ROUTING_BYTES_PER_TOKEN_EXPERT = 32
+# Measured events per data packet: 9.4 on a leaf-spine (4 hops each way), 13.1 on a fat-tree
+# (6 hops): one event per hop of the packet and of its ACK, plus about 1.5 (starts, timers).
+EVENTS_PER_PACKET_EXTRA = 1.5
+# Rail strategies: NVLink relay messages and chunks add bytes and messages over the GPU-pair
+# matrix (measured on 4 x 4 GPUs: at most 1.6x the bytes and 6x the G(G-1) messages).
+RAIL_BYTES_FACTOR = 3
+
+
+@dataclass(frozen=True)
+class Estimate:
+    hosts: int
+    switches: int
+    ports: int
+    flows: int
+    packets: int
+    events: int
+    memory_bytes: int
+
+    def text(self) -> str:
+        return (
+            f"{_count(self.hosts)} hosts, {_count(self.switches)} switches, {_count(self.ports)} ports, "
+            f"{_count(self.flows)} flows, {_count(self.packets)} packets, {_count(self.events)} events, "
+            f"{human_bytes(self.memory_bytes)} of memory"
+        )
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 10**12 else f"{n:.2e}"
+
+
+def human_bytes(n: float) -> str:
+    for unit, factor in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= factor:
+            return f"{n / factor:.3g} {unit}" if n < 1e21 else f"{n / 1e18:.2e} EB"
+    return f"{int(n)} B"
+
+
+def _fabric(topology: LeafSpineTopology | FatTreeTopology | object) -> tuple[int, int, int, int, int]:
+    """(hosts, switches, links, host rate in bps, link hops of an inter-ToR path)."""
+    if isinstance(topology, LeafSpineTopology):
+        hosts = topology.leaves * topology.n_hosts_per_leaf
+        links = hosts + topology.leaves * topology.spines * topology.links_per_spine
+        hops = 4 if topology.leaves > 1 else 2
+        return hosts, topology.leaves + topology.spines, links, topology.host_rate, hops
+    if isinstance(topology, FatTreeTopology):
+        k = topology.k
+        return k**3 // 4, 5 * k * k // 4, 3 * k**3 // 4, topology.rate, 6
+    hosts = topology.servers * topology.gpus_per_server  # type: ignore[attr-defined]
+    switches = topology.spines + topology.gpus_per_server + topology.servers  # type: ignore[attr-defined]
+    links = topology.gpus_per_server * topology.spines + 2 * hosts  # type: ignore[attr-defined]
+    return hosts, switches, links, topology.nic_rate, 4  # type: ignore[attr-defined]
+
+
+def _workload(w: object, hosts: int, host_rate_bps: int, mtu: int) -> tuple[int, int, int]:
+    """(flows, bytes, extra memory in bytes) of one workload section, without generating it."""
+    if isinstance(w, PermutationWorkload):
+        return hosts, hosts * w.size, 0
+    if isinstance(w, IncastWorkload):
+        return w.senders, w.senders * w.size, 0
+    if isinstance(w, RandomPairsWorkload):
+        return w.flows, w.flows * w.size, 0
+    if isinstance(w, AllToAllWorkload):
+        m = w.hosts or hosts
+        return m * (m - 1), m * (m - 1) * w.size, 0
+    if isinstance(w, CollectiveWorkload):
+        m = w.hosts or hosts
+        steps = {"allreduce": 2 * (m - 1), "allgather": m - 1, "reducescatter": m - 1}.get(w.collective)
+        if steps is None:  # all-to-all: size / m per ordered pair
+            return m * (m - 1), m * (m - 1) * max(1, w.size // m), 0
+        return steps * m, steps * w.size, 0
+    if isinstance(w, CdfWorkload):
+        mean_bytes = _cdf_mean_bytes(w.cdf)
+        # Poisson arrivals: aggregate rate = load x capacity / mean size (workload.cdf.poisson_flows).
+        flows = math.ceil(w.load * host_rate_bps * hosts / (8 * mean_bytes) * w.duration / 1e12)
+        return flows, math.ceil(flows * mean_bytes), 0
+    if isinstance(w, (MoeWorkload, RailAllToAllWorkload)):
+        g = hosts
+        phases = 2 if getattr(w, "phase", "") == "both" else 1
+        if isinstance(w, MoeWorkload):
+            from spraylab.workload.build import MOE_PRESETS
+
+            model = MOE_PRESETS[w.model]
+            phase_bytes = g * w.tokens_per_gpu * model.top_k * model.hidden * w.bytes_per_element
+            routing = g * w.tokens_per_gpu * model.n_experts * ROUTING_BYTES_PER_TOKEN_EXPERT
+        else:
+            phase_bytes, routing = g * (g - 1) * w.size, 0
+        total = phases * RAIL_BYTES_FACTOR * phase_bytes
+        flows = phases * (2 * g * g + 3 * RAIL_BYTES_FACTOR * phase_bytes // w.chunk)
+        return flows, total, routing + phases * g * g * RAIL_MATRIX_BYTES_PER_PAIR
+    raise TypeError(f"no size estimate for workload {w!r}")  # pragma: no cover - union is closed
+
+
+@functools.cache
+def _cdf_mean_bytes(name: str) -> float:
+    # Cached: a sweep estimates every point, and each load reads the distribution's file.
+    from spraylab.workload.cdf import FlowSizeCdf
+
+    return FlowSizeCdf.load(name).mean_bytes()
+
+
+def estimate(scenario: Scenario) -> Estimate:
+    """Hosts, switches, ports, flows, packets, events and memory of a run of ``scenario``."""
+    hosts, switches, links, host_rate_bps, hops = _fabric(scenario.topology)
+    t = scenario.transport
+    ports = 2 * links
+    flows = total_bytes = extra = 0
+    for w in scenario.workload:
+        f, b, e = _workload(w, hosts, host_rate_bps, t.mtu)
+        flows, total_bytes, extra = flows + f, total_bytes + b, extra + e
+    packets = flows + total_bytes // t.mtu  # >= the sum of ceil(size / MTU) over the flows
+    # ack_every = 0 coalesces by bytes or time only: at most one ACK per packet still bounds it.
+    acks_per_packet = 1 / t.ack_every if t.ack_every else 1.0
+    events = math.ceil(packets * (hops * (1 + acks_per_packet) + EVENTS_PER_PACKET_EXTRA))
+    queued = min(packets, switches * (scenario.switch.buffer // t.mtu + 1))  # every buffer full
+    memory = (
+        hosts * HOST_BYTES
+        + ports * PORT_BYTES
+        + (hosts + switches) * hosts * ROUTE_SLOT_BYTES
+        + flows * FLOW_BYTES
+        + packets * PACKET_STATE_BYTES[t.recovery]
+        + queued * QUEUED_PACKET_BYTES
+        + extra
+    )
+    return Estimate(hosts, switches, ports, flows, packets, events, memory)
+
+
+def memory_available() -> tuple[int, str]:
+    """Bytes this process may use, and where that number comes from: the smallest of physical
+    memory, the cgroup's memory.max and the address-space rlimit."""
+    candidates: list[tuple[int, str]] = []
+    with contextlib.suppress(ValueError, OSError, AttributeError):
+        candidates.append((os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"), "this machine's memory"))
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            text = f.read().strip()
+        if text.isdigit():
+            candidates.append((int(text), "the cgroup's memory.max"))
+    except OSError:
+        pass
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            candidates.append((soft, "the address-space limit (ulimit -v)"))
+    except (ImportError, ValueError, OSError):
+        pass
+    if not candidates:
+        return 8 * 10**9, "an assumed 8 GB (memory size unknown)"
+    return min(candidates)
+
+
+def check(scenario: Scenario, allow_large: bool = False) -> Estimate:
+    """The estimate of ``scenario``; a one-line :class:`ScenarioError` when it exceeds the
+    memory limit or the flow/packet caps, unless ``allow_large`` or ``run.allow_large``."""
+    est = estimate(scenario)
+    if allow_large or scenario.run.allow_large:
+        return est
+    available, source = memory_available()
+    limit = int(available * MEMORY_FRACTION)
+    if est.memory_bytes > limit:
+        problem = (
+            f"estimated memory {human_bytes(est.memory_bytes)} exceeds the limit {human_bytes(limit)} "
+            f"({MEMORY_FRACTION:.0%} of {source}, {human_bytes(available)})"
+        )
+    elif est.flows > MAX_FLOWS:
+        problem = f"estimated {_count(est.flows)} flows exceed the limit of {MAX_FLOWS:,} flows"
+    elif est.packets > MAX_PACKETS:
+        problem = f"estimated {_count(est.packets)} packets exceed the limit of {MAX_PACKETS:,} packets"
+    else:
+        return est
+    raise ScenarioError([f"scenario too large: {problem}; estimate: {est.text()}; {OVERRIDE}"])
+
+
+def check_sweep_points(n_points: int, where: str = "", allow_large: bool = False) -> None:
+    """Refuse a sweep whose axes multiply to more than MAX_SWEEP_POINTS points, before any of
+    them is built (each validated point holds a scenario: tens of KB)."""
+    if n_points > MAX_SWEEP_POINTS and not allow_large:
+        raise ScenarioError(
+            [
+                f"{where}[axes]: {_count(n_points)} points (the product of the axis lengths) exceed the "
+                f"limit of {MAX_SWEEP_POINTS:,} points per sweep; {OVERRIDE}"
+            ]
+        )
