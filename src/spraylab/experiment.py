@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spraylab import provenance
 from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Scenario, ScenarioError
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import make_lb
@@ -139,6 +140,7 @@ class Simulation:
             "events": self.sim.events,
             "wall_s": round(self.wall_s, 3),
             "conservation": conservation,
+            **provenance.current(),
         }
         return collect(self.net, self.ideal_fct, self.groups, self.scenario.to_dict(), run_info)
 

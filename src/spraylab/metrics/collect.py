@@ -43,18 +43,22 @@ def ideal_fct_ps(net: Network, src: int, dst: int, size_bytes: int, mtu: int) ->
 
 
 def flow_table(net: Network, ideal_ps: list[int]) -> pd.DataFrame:
+    """One row per flow. A flow unfinished when the run ended is *censored*: its FCT is known only
+    to be at least the run's end minus its start, and that lower bound is what ``fct_ps`` and
+    ``slowdown`` hold (``censored`` = True, ``finish_ps`` = -1), so statistics never drop it."""
+    end_ps = net.sim.now
     rows: dict[str, list[Any]] = {
         name: []
         for name in (
             "flow_id", "src", "dst", "group", "size_bytes", "start_ps", "finish_ps", "fct_ps", "ideal_fct_ps",
-            "slowdown", "throughput_bps", "completed", "acked_ps", "packets_sent", "retx_packets", "spurious_retx",
+            "slowdown", "throughput_bps", "completed", "censored", "acked_ps", "packets_sent", "retx_packets", "spurious_retx",
             "nacks", "cnps", "ooo_arrivals", "max_reorder", "psn_window", "discards", "timeouts", "size_bucket",
         )
     }  # fmt: skip
     for qp, ideal in zip(net.qps, ideal_ps):
         rx = qp.rx
         done = rx.finish_ps >= 0
-        fct = rx.finish_ps - qp.start_ps if done else -1
+        fct = rx.finish_ps - qp.start_ps if done else max(0, end_ps - qp.start_ps)
         rows["flow_id"].append(qp.flow_id)
         rows["src"].append(qp.src)
         rows["dst"].append(qp.dst)
@@ -64,9 +68,10 @@ def flow_table(net: Network, ideal_ps: list[int]) -> pd.DataFrame:
         rows["finish_ps"].append(rx.finish_ps)
         rows["fct_ps"].append(fct)
         rows["ideal_fct_ps"].append(ideal)
-        rows["slowdown"].append(max(1.0, fct / ideal) if done and ideal > 0 else float("nan"))
+        rows["slowdown"].append(max(1.0, fct / ideal) if ideal > 0 else float("nan"))
         rows["throughput_bps"].append(qp.spec.size_bytes * 8e12 / fct if done and fct > 0 else float("nan"))
         rows["completed"].append(done)
+        rows["censored"].append(not done)
         rows["acked_ps"].append(qp.acked_ps)
         rows["packets_sent"].append(qp.sent_packets)
         rows["retx_packets"].append(qp.retx_packets)
@@ -165,14 +170,18 @@ def summarize(
     run_info: dict[str, Any],
 ) -> dict[str, Any]:
     done = flows[flows["completed"]]
-    fct = done["fct_ps"].to_numpy(dtype=float)
-    slow = done["slowdown"].to_numpy(dtype=float)
+    # FCT and slowdown statistics cover every flow; a censored flow counts with its lower bound.
+    fct = flows["fct_ps"].to_numpy(dtype=float)
+    slow = flows["slowdown"].to_numpy(dtype=float)
+    slow = slow[~np.isnan(slow)]
+    censored = int(flows["censored"].sum())
     sent = int(flows["packets_sent"].sum())
     imbalance_max, imbalance_mean = uplink_imbalance(net)
     summary: dict[str, Any] = {
         **run_info,
         "flows": len(flows),
         "flows_completed": len(done),
+        "flows_censored": censored,
         "fct_mean_ps": float(fct.mean()) if len(fct) else None,
         "fct_p50_ps": percentile(fct, 50),
         "fct_p99_ps": percentile(fct, 99),
@@ -180,7 +189,7 @@ def summarize(
         "slowdown_mean": float(slow.mean()) if len(slow) else None,
         "slowdown_p50": percentile(slow, 50),
         "slowdown_p99": percentile(slow, 99),
-        "completion_ps": int(done["finish_ps"].max() - flows["start_ps"].min()) if len(done) else None,
+        "completion_ps": _completion_ps(flows, done, net.sim.now, censored),
         "goodput_bps": _goodput(done),
         "mean_flow_throughput_bps": float(done["throughput_bps"].mean()) if len(done) else None,
         "packets_sent": sent,
@@ -203,7 +212,7 @@ def summarize(
         "packet_hops": int(links["tx_packets"].sum()),
         "control_bytes_per_packet": CONTROL_BYTES,
     }
-    for bucket, part in done.groupby("size_bucket"):
+    for bucket, part in flows.groupby("size_bucket"):
         summary[f"slowdown_mean[{bucket}]"] = float(part["slowdown"].mean())
         summary[f"slowdown_p99[{bucket}]"] = percentile(part["slowdown"].to_numpy(dtype=float), 99)
     if not groups.empty:
@@ -214,6 +223,15 @@ def summarize(
     for key, value in net.lb.stats().items():
         summary[f"lb.{key}"] = value
     return summary
+
+
+def _completion_ps(flows: pd.DataFrame, done: pd.DataFrame, end_ps: int, censored: int) -> int | None:
+    """Last finish minus first start; with censored flows, a lower bound: the run's end minus first start."""
+    if flows.empty:
+        return None
+    if censored:
+        return int(end_ps - flows["start_ps"].min())
+    return int(done["finish_ps"].max() - flows["start_ps"].min())
 
 
 def _goodput(done: pd.DataFrame) -> float | None:
