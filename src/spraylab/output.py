@@ -77,7 +77,9 @@ def owned_names(path: Path) -> set[str]:
 def check_target(path: Path, kind: Kind, option: str = "--out") -> None:
     """Raise :class:`OutputError` unless spraylab may write a ``kind`` output at ``path``."""
     if path.exists() and not path.is_dir():
-        raise OutputError(f"{option} {path}: is a file, not a directory; give a directory for the {KIND_TEXT[kind]}")
+        raise OutputError(
+            f"{option} {path}: is a file, not a directory; give a directory for the {KIND_TEXT[kind]}"
+        )
     if not path.is_dir() or not any(path.iterdir()):
         return
     found = kind_of(path)

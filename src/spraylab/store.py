@@ -125,7 +125,9 @@ class Store:
         status = manifest.get("status")
         if not isinstance(files, dict) or status not in (*RESULT_STATUSES, "failed"):
             return None
-        required = RESULT_FILES + ("timing.json",) if status in RESULT_STATUSES else ("scenario.json", "error.json")
+        required = (
+            RESULT_FILES + ("timing.json",) if status in RESULT_STATUSES else ("scenario.json", "error.json")
+        )
         if any(name not in files for name in required):
             return None
         for name, meta in files.items():
@@ -318,7 +320,8 @@ def _index_problem(index: Any) -> str | None:
         return f"expected a JSON object, got {type(index).__name__}"
     axes, points = index.get("axes"), index.get("points")
     if not isinstance(axes, list) or not all(
-        isinstance(a, dict) and isinstance(a.get("key"), str) and isinstance(a.get("labels"), list) for a in axes
+        isinstance(a, dict) and isinstance(a.get("key"), str) and isinstance(a.get("labels"), list)
+        for a in axes
     ):
         return "'axes' must be a list of {key, values, labels}"
     keys = [a["key"] for a in axes]

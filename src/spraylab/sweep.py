@@ -332,7 +332,9 @@ class SweepOutcome:
 
     def line(self) -> str:
         unfinished = f"{self.incomplete} incomplete, " if self.incomplete else ""
-        text = f"{self.total} runs: {self.done} done, {unfinished}{self.failed} failed, {self.skipped} skipped"
+        text = (
+            f"{self.total} runs: {self.done} done, {unfinished}{self.failed} failed, {self.skipped} skipped"
+        )
         if self.incomplete_kept:
             text += f" ({self.incomplete_kept} of them incomplete)"
         if self.interrupted:
