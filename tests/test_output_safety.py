@@ -14,10 +14,11 @@ import json
 import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cliutil import InlineExecutor, Invocation, invoke
 
 import spraylab
 from spraylab import provenance
@@ -52,18 +53,6 @@ base = "base.toml"
 """
 
 
-def spraylab_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    return subprocess.run(
-        [sys.executable, "-m", "spraylab.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=180,
-    )
-
-
 def snapshot(path: Path) -> dict[str, bytes]:
     """Every file under ``path`` (or the file itself) with its bytes: 'left as it was' is equality."""
     if path.is_file():
@@ -71,13 +60,21 @@ def snapshot(path: Path) -> dict[str, bytes]:
     return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
-def assert_one_error_line(proc: subprocess.CompletedProcess[str], *texts: str) -> None:
+def assert_one_error_line(proc: Invocation | subprocess.CompletedProcess[str], *texts: str) -> None:
     assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
     for text in texts:
         assert text in lines[0], (text, lines[0])
+
+
+@pytest.fixture(autouse=True, scope="module")
+def inline_sweeps() -> Iterator[None]:
+    """CLI sweeps run their points in this process (no worker start-up)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("spraylab.sweep.make_executor", lambda *args: InlineExecutor())
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +84,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "base.toml").write_text(SCENARIO)
     (root / "tiny.toml").write_text(SCENARIO)
     (root / "safe.toml").write_text(SWEEP)
-    outcome = run_sweep(Sweep.load(root / "safe.toml"), root / "store", jobs=1)
+    outcome = run_sweep(Sweep.load(root / "safe.toml"), root / "store", executor=InlineExecutor())
     assert outcome.done == 2
     (root / "mine").mkdir()
     (root / "mine" / "thesis.tex").write_text("three years of work\n")
@@ -112,15 +109,11 @@ REFUSALS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
 @pytest.fixture(scope="module")
 def refusals(
     world: Path,
-) -> dict[str, tuple[subprocess.CompletedProcess[str], dict[str, bytes], dict[str, bytes]]]:
-    """Every refusal case, run in parallel: (process, files before, files after)."""
+) -> dict[str, tuple[Invocation, dict[str, bytes], dict[str, bytes]]]:
+    """Every refusal case: (invocation, files before, files after)."""
     before = {name: snapshot(world / guard) for name, (_, guard, _) in REFUSALS.items()}
     store_before = snapshot(world / "store")
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        futures = {
-            name: pool.submit(spraylab_cli, *argv, cwd=world) for name, (argv, _, _) in REFUSALS.items()
-        }
-        procs = {name: f.result() for name, f in futures.items()}
+    procs = {name: invoke(*argv, cwd=world) for name, (argv, _, _) in REFUSALS.items()}
     assert snapshot(world / "store") == store_before  # nothing above wrote into the store either
     return {name: (procs[name], before[name], snapshot(world / REFUSALS[name][1])) for name in REFUSALS}
 
@@ -132,17 +125,27 @@ def test_foreign_output_is_refused_and_left_as_it_was(name: str, refusals: dict)
     assert after == before
 
 
+def test_the_real_entry_point_refuses_and_keeps_the_scenario_file(world: Path) -> None:
+    """The same refusal through ``python -m spraylab.cli`` (a new process, the real exit path)."""
+    before = (world / "tiny.toml").read_bytes()
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "spraylab.cli", "run", "tiny.toml", "--out", "tiny.toml"],
+        capture_output=True, text=True, cwd=world, env=env, timeout=180,
+    )  # fmt: skip
+    assert_one_error_line(proc, "--out tiny.toml", "is a file")
+    assert (world / "tiny.toml").read_bytes() == before
+
+
 def test_run_replaces_its_own_result_and_keeps_what_it_did_not_write(world: Path, tmp_path: Path) -> None:
     """Replacing is a swap of spraylab's files only: a user's note in the result directory survives,
     the result is the new one (seed 2), and no temporary sibling is left behind."""
     out = tmp_path / "result"
-    first = spraylab_cli("run", str(world / "tiny.toml"), "--out", str(out), cwd=tmp_path)
+    first = invoke("run", str(world / "tiny.toml"), "--out", str(out), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert json.loads((out / MARKER).read_text())["kind"] == "run"
     (out / "notes.txt").write_text("my notes\n")
-    second = spraylab_cli(
-        "run", str(world / "tiny.toml"), "--set", "run.seed=2", "--out", str(out), cwd=tmp_path
-    )
+    second = invoke("run", str(world / "tiny.toml"), "--set", "run.seed=2", "--out", str(out), cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     assert Result.load(out).summary["seed"] == 2
     assert (out / "notes.txt").read_text() == "my notes\n"
@@ -152,7 +155,7 @@ def test_run_replaces_its_own_result_and_keeps_what_it_did_not_write(world: Path
 def test_compare_output_is_written_atomically_and_replaced(world: Path, tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     for _ in range(2):  # the second run replaces the first one's (spraylab-owned) directory
-        proc = spraylab_cli(
+        proc = invoke(
             "compare", str(world / "tiny.toml"), "--lb", "ecmp,rps", "--out", str(out), cwd=tmp_path
         )
         assert proc.returncode == 0, proc.stderr
@@ -225,7 +228,7 @@ def test_a_different_sweep_into_the_same_store_is_refused(world: Path, tmp_path:
     index_before = (world / "store" / "sweep.json").read_bytes()
     (tmp_path / "base.toml").write_text(SCENARIO)
     (tmp_path / "other.toml").write_text(SWEEP.replace('name = "safe"', 'name = "other"'))
-    proc = spraylab_cli("sweep", "other.toml", "--out", str(world / "store"), "--no-progress", cwd=tmp_path)
+    proc = invoke("sweep", "other.toml", "--out", str(world / "store"), "--no-progress", cwd=tmp_path)
     assert_one_error_line(proc, "sweep 'safe'", "sweep 'other'")
     assert (world / "store" / "sweep.json").read_bytes() == index_before
 
@@ -251,10 +254,8 @@ def test_a_malformed_index_is_one_error_line_for_every_command(
         ("report", "store"),
         ("sweep", "safe.toml", "--out", "store", "--no-progress"),
     ]
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        procs = list(pool.map(lambda argv: spraylab_cli(*argv, cwd=tmp_path), argvs))
-    for proc in procs:
-        assert_one_error_line(proc, "sweep.json", text)
+    for argv in argvs:
+        assert_one_error_line(invoke(*argv, cwd=tmp_path), "sweep.json", text)
     assert (store / "sweep.json").read_text() == index
 
 
@@ -263,7 +264,7 @@ def test_runs_of_another_version_are_rerun_flagged_or_kept_on_request(world: Pat
     asked to keep it, and compare/report name it."""
     sweep = Sweep.load(world / "safe.toml")
     root = tmp_path / "store"
-    run_sweep(sweep, root, jobs=1)
+    run_sweep(sweep, root, executor=InlineExecutor())
     store = Store(root)
     old_key = sweep.points[0].key
     old = store.load(old_key)
@@ -277,16 +278,16 @@ def test_runs_of_another_version_are_rerun_flagged_or_kept_on_request(world: Pat
 
     warning = sweep_data(root).version_warning()
     assert warning is not None and "1 of the runs" in warning and "0.0.1" in warning
-    proc = spraylab_cli("compare", str(root), cwd=tmp_path)
+    proc = invoke("compare", str(root), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "warning: 1 of the runs were made by another spraylab version (0.0.1" in " ".join(
         proc.stderr.split()
     )
-    report = spraylab_cli("report", str(root), cwd=tmp_path)
+    report = invoke("report", str(root), cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     assert "another spraylab version (0.0.1" in (root / "report" / "report.html").read_text()
 
-    outcome = run_sweep(sweep, root, jobs=1)  # the default: rerun it with this version
+    outcome = run_sweep(sweep, root, executor=InlineExecutor())  # the default: rerun it with this version
     assert (outcome.done, outcome.skipped) == (1, 1)
     assert provenance.same_version(store.summary(old_key))
     assert sweep_data(root).version_warning() is None
