@@ -99,6 +99,10 @@ def test_unfinished_flows_are_censored_at_the_runs_end_never_dropped(runs: tuple
     assert s["fct_mean_ps"] <= full.summary["fct_mean_ps"]  # a lower bound of the true mean
     assert s["completion_ps"] == T_PS - int(a["start_ps"].min())
     assert s["completion_ps"] <= full.summary["completion_ps"]
+    # The workload's group is censored the same way: CCT at least T minus its first start.
+    group = short.groups.iloc[0]
+    assert (bool(group["completed"]), bool(group["censored"])) == (False, True)
+    assert group["cct_ps"] == T_PS - int(a["start_ps"].min()) <= full.groups.iloc[0]["cct_ps"]
     ideal = a["ideal_fct_ps"].to_numpy(dtype=float)
     assert s["slowdown_mean"] == pytest.approx(np.maximum(1.0, fct / ideal).mean())
 

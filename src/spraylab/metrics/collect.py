@@ -143,7 +143,9 @@ def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFra
             continue
         done = bool(part["completed"].all())
         start = int(part["start_ps"].min())
-        cct = int(part["finish_ps"].max() - start) if done else -1
+        # start + fct is a flow's finish, or for a censored flow the run's end: an unfinished
+        # group's CCT is censored too (at least the run's end minus its start)
+        cct = int((part["start_ps"] + part["fct_ps"]).max() - start)
         row: dict[str, Any] = {
             "group": name,
             "kind": info.kind,
@@ -151,6 +153,7 @@ def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFra
             "ranks": info.ranks,
             "size_bytes": info.size_bytes,
             "completed": done,
+            "censored": not done,
             "cct_ps": cct,
             "algbw_bps": float("nan"),
             "busbw_bps": float("nan"),

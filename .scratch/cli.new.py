@@ -1,0 +1,516 @@
+"""Command line: a thin layer over the Python API (parse, call, print)."""
+
+from __future__ import annotations
+
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any
+
+import tomllib
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from spraylab.config import Scenario, ScenarioError
+from spraylab.output import OutputError
+from spraylab.progress import RunProgress
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="spraylab: load balancing for AI-training networks.")
+console = Console()
+if not console.is_terminal:  # piped or captured output: room for several scheme columns
+    console.width = 160
+err_console = Console(stderr=True, soft_wrap=True)  # one problem, one line, whatever the width
+
+SetOption = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Override a scenario value: key=value, e.g. --set run.seed=2 --set lb.scheme=rps"),
+]
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line, exit code 2."""
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set {item!r}: expected key=value, e.g. --set run.seed=2")
+        try:
+            value: Any = tomllib.loads(f"v = {raw}")["v"]
+        except tomllib.TOMLDecodeError:
+            value = raw  # a bare word such as rps or 400Gbps
+        overrides[key.strip()] = value
+    return overrides
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name.removesuffix(".toml") for p in resources.files("spraylab.presets").iterdir() if p.name.endswith(".toml"))
+
+
+def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
+    path = Path(path_or_preset)
+    if not path.exists() and path_or_preset in preset_names():
+        path = Path(str(resources.files("spraylab.presets") / f"{path_or_preset}.toml"))
+    if not path.exists():
+        raise UsageError(
+            f"scenario {path_or_preset!r}: no such file or preset; presets: {', '.join(preset_names())}"
+        )
+    scenario = Scenario.load(path)
+    return scenario.with_overrides(overrides) if overrides else scenario
+
+
+def _split_variants(spec: str) -> list[str]:
+    """Split on commas that are not inside ``[...]`` parameter lists."""
+    items, depth, current = [], 0, ""
+    for char in spec:
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            items.append(current.strip())
+            current = ""
+        else:
+            current += char
+    items.append(current.strip())
+    return [item for item in items if item]
+
+
+def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
+    """``ecmp,rps/ideal,dfs[reorder_bound_packets=128]/sr`` → labelled overrides: a scheme, its
+    parameters in brackets (``key=value``, comma-separated) and ``/RECOVERY`` for the RNIC mode."""
+    from spraylab.lb.base import REGISTRY, load_builtin_schemes
+
+    load_builtin_schemes()
+    variants = []
+    for item in _split_variants(spec):
+        close = item.find("]") + 1  # 0 when there are no parameters
+        head, _, recovery = item[close:].partition("/")
+        scheme, _, param_text = (item[:close] + head).partition("[")
+        if scheme not in REGISTRY:
+            raise UsageError(f"--lb {item!r}: unknown scheme {scheme!r}; allowed: {', '.join(sorted(REGISTRY))}")
+        params: dict[str, Any] = {}
+        if param_text:
+            if not param_text.endswith("]"):
+                raise UsageError(f"--lb {item!r}: parameters go in brackets, e.g. dfs[reorder_bound_packets=128]")
+            params = parse_overrides([p for p in param_text[:-1].split(",") if p.strip()])
+        overrides: dict[str, Any] = {"lb": {"scheme": scheme, **params}}
+        if recovery:
+            if recovery not in ("gbn", "sr", "ideal"):
+                raise UsageError(f"--lb {item!r}: unknown recovery {recovery!r}; allowed: gbn, sr, ideal")
+            overrides["transport.recovery"] = recovery
+        variants.append((item, overrides))
+    if not variants:
+        raise UsageError("--lb: give at least one scheme, e.g. --lb ecmp,rps")
+    return variants
+
+
+def variant_scenario(base: Scenario, overrides: dict[str, Any]) -> Scenario:
+    """The base scenario with a variant's scheme, parameters and recovery mode. The base's
+    scheme parameters carry over only to the same scheme; another starts from its defaults."""
+    from spraylab.config import set_dotted, validate
+
+    data = base.to_dict()
+    lb = overrides.get("lb")
+    if lb is not None:
+        kept = data["lb"] if data["lb"].get("scheme") == lb["scheme"] else {}
+        data["lb"] = {**kept, **lb}
+    for key, value in overrides.items():
+        if key != "lb":
+            set_dotted(data, key, value)
+    return validate(data)
+
+
+# --- output -------------------------------------------------------------------------
+
+SUMMARY_ROWS: list[tuple[str, str, str]] = [
+    ("flows done", "flows_completed", "int"),
+    ("flows censored", "flows_censored", "int"),
+    ("completion", "completion_ps", "time"),
+    ("FCT mean", "fct_mean_ps", "time"),
+    ("FCT p99", "fct_p99_ps", "time"),
+    ("slowdown mean", "slowdown_mean", "float"),
+    ("slowdown p99", "slowdown_p99", "float"),
+    ("goodput/receiver", "goodput_bps", "rate"),
+    ("retx ratio", "retx_ratio", "pct"),
+    ("spurious retx ratio", "spurious_retx_ratio", "pct"),
+    ("OOO discards", "discards", "int"),
+    ("max reorder (pkts)", "max_reorder", "int"),
+    ("drops", "drops", "int"),
+    ("timeouts (RTO)", "timeouts", "int"),
+    ("CNPs", "cnps", "int"),
+    ("PFC pauses", "pfc_pauses", "int"),
+    ("uplink imbalance max", "uplink_imbalance_max", "float"),
+    ("stop", "stop_reason", "str"),
+]
+
+
+def fmt(value: Any, kind: str) -> str:
+    from spraylab.units import format_rate, format_time
+
+    if value is None:
+        return "-"
+    if kind == "time":
+        return format_time(int(value))
+    if kind == "rate":
+        return format_rate(float(value))
+    if kind == "pct":
+        return f"{100 * float(value):.2f}%"
+    if kind == "float":
+        return f"{float(value):.3f}"
+    return str(value)
+
+
+def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    for label in summaries:
+        table.add_column(escape(label), justify="right")  # labels like dfs[B=128] are not markup
+    for name, key, kind in SUMMARY_ROWS:
+        table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
+    # Collectives and MoE phases: completion time and bus bandwidth per group.
+    group_keys = sorted({k for s in summaries.values() for k in s if k.startswith(("cct_ps[", "busbw_bps["))})
+    if len(group_keys) == 1:  # one plain workload: its CCT is the completion row already
+        group_keys = []
+    for key in group_keys:
+        name = key.replace("cct_ps", "CCT").replace("busbw_bps", "busbw")
+        kind = "time" if key.startswith("cct_ps") else "rate"
+        table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
+    return table
+
+
+def incomplete_lines(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per run stopped before its workload finished (exit code 3)."""
+    from spraylab.units import format_time
+
+    return [
+        f"incomplete: {label}: stopped by {s.get('stop_reason')} at {format_time(int(s.get('sim_time_ps') or 0))} "
+        f"with {s.get('flows_completed')}/{s.get('flows')} flows done; completed = false, and the FCT statistics "
+        f"count the {s.get('flows_censored')} unfinished flows as censored (FCT at least the run's end)"
+        for label, s in summaries.items()
+        if not s.get("completed", True)
+    ]
+
+
+def exit_if_incomplete(summaries: dict[str, dict[str, Any]]) -> None:
+    lines = incomplete_lines(summaries)
+    for line in lines:
+        err_console.print(line, markup=False, highlight=False)
+    if lines:
+        sys.exit(3)
+
+
+def run_one(scenario: Scenario, label: str = "") -> Any:
+    from spraylab.experiment import run
+
+    with RunProgress(scenario, label or scenario.name, enabled=scenario.run.progress) as progress:
+        return run(scenario, progress=progress)
+
+
+def compare_scenario(scenario: Scenario, variants: list[tuple[str, dict[str, Any]]], out: Path | None) -> dict[str, Any]:
+    from spraylab.plots import slowdown_cdf, uplink_utilization
+
+    results = {}
+    for label, overrides in variants:
+        results[label] = run_one(variant_scenario(scenario, overrides), label)
+    console.print(summary_table(f"{scenario.name}: {len(variants)} schemes", {k: r.summary for k, r in results.items()}))
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        for label, result in results.items():
+            result.save(out / label.replace("/", "-"))
+        p1 = slowdown_cdf(results, out / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown")
+        p2 = uplink_utilization(results, out / "uplink_utilization.png", f"{scenario.name}: uplink utilization")
+        console.print(f"results and plots in {out}/ ({p1.name}, {p2.name})")
+    return results
+
+
+# --- commands -----------------------------------------------------------------------
+
+
+@app.command("run")
+def run_command(
+    scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name")],
+    set_: SetOption = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Save the result (Parquet + JSON) here")] = None,
+) -> None:
+    """Run one scenario and print its summary. Exit code 3 if the run stopped (time limit, event or
+    wall budget) before its workload finished."""
+    from spraylab.output import check_target, write_dir
+
+    sc = load_scenario(scenario, parse_overrides(set_))
+    target = out or (Path(sc.output.dir) if sc.output.dir else None)
+    option = "--out" if out is not None else "output.dir ="
+    if target is not None:
+        check_target(target, "run", option)  # before the run, not after
+    result = run_one(sc)
+    console.print(summary_table(sc.name, {sc.lb.scheme: result.summary}))
+    if target is not None:
+        write_dir(target, "run", result.write_files, option)
+        console.print(f"result saved in {target}/")
+    exit_if_incomplete({sc.name: result.summary})
+
+
+@app.command("compare")
+def compare_command(
+    scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name, or a sweep results directory")],
+    lb: Annotated[
+        str | None,
+        typer.Option(
+            "--lb", help="Schemes to compare, e.g. ecmp,rps/ideal,dfs[reorder_bound_packets=64]/sr (scheme[params]/recovery)"
+        ),
+    ] = None,
+    set_: SetOption = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Directory for results and PNG plots")] = None,
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="Sweep results: the column ratios are taken to, e.g. ecmp")
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option("--by", help="Sweep results: axes whose values are the columns (default lb.scheme), e.g. lb.scheme,transport.recovery"),
+    ] = None,
+    metrics: Annotated[
+        str | None, typer.Option("--metrics", help="Sweep results: summary keys to show, e.g. slowdown_p99,fct_mean_ps")
+    ] = None,
+) -> None:
+    """Run one scenario under several schemes (table + plots), or tabulate a sweep's results
+    directory: metric x scheme, mean ± 95% CI over seeds, ratio to a baseline, grouped by the other axes."""
+    if Path(scenario).is_dir():
+        if lb is not None or set_ or out is not None:
+            raise UsageError(f"{scenario}: --lb, --set and --out apply to a scenario, not to a sweep results directory")
+        compare_sweep(Path(scenario), baseline, _split(by), _split(metrics))
+        return
+    if baseline is not None or by is not None or metrics is not None:
+        raise UsageError("--baseline, --by and --metrics apply to a sweep results directory (see spraylab sweep)")
+    sc = load_scenario(scenario, parse_overrides(set_))
+    results = compare_scenario(
+        sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}"
+    )
+    exit_if_incomplete({label: r.summary for label, r in results.items()})
+
+
+def _split(text: str | None) -> list[str] | None:
+    items = [item.strip() for item in (text or "").split(",") if item.strip()]
+    return items or None
+
+
+def compare_sweep(directory: Path, baseline: str | None, by: list[str] | None, metrics: list[str] | None) -> None:
+    from spraylab.report import METRIC_LABEL, ReportError, cell_text, compare_tables, sweep_data
+    from spraylab.store import StoreError
+
+    try:
+        data = sweep_data(directory, by)
+        tables = compare_tables(data, baseline, metrics)
+    except (ReportError, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    counts = data.counts()
+    over = f"mean ± 95% CI over {data.over}" if data.over else "one run per cell"
+    console.print(
+        f"[bold]{data.name}[/]: {len(data.points)} runs ({counts['done']} done, {counts['failed']} failed, "
+        f"{counts['missing'] + counts['corrupt']} missing); {over}; ratios to {tables[0].baseline if tables else '-'}"
+    )
+    for table in tables:
+        rt = Table(title=table.group.title, title_justify="left")
+        rt.add_column("metric")
+        for c in table.columns:
+            note = f" +{table.failed[c]} not done" if table.failed[c] else ""
+            rt.add_column(f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}", justify="right")
+        for key, kind, cells in table.rows:
+            rt.add_row(METRIC_LABEL.get(key, key), *(cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)))
+        console.print(rt)
+
+
+# DFS twice: with the RNIC's loss recovery (the spec's rule 6) and with its own (docs/results.md section 4).
+DEMO_VARIANTS = "ecmp,rps,rps/ideal,dfs/sr,dfs[loss_detection=dfs]/sr,tor_assist/sr,tor_assist/gbn"
+
+
+@app.command("demo")
+def demo_command(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for results and PNG plots")] = Path("out/demo"),
+    lb: Annotated[str, typer.Option("--lb", help="Schemes to compare")] = DEMO_VARIANTS,
+) -> None:
+    """Compare the load balancers on the default scenario (preset 'demo'): table + plots."""
+    sc = load_scenario("demo", {})
+    console.print(f"[bold]spraylab demo[/]: {sc.name}, {sc.topology.kind}; schemes {escape(lb)}")
+    results = compare_scenario(sc, parse_variants(lb), out)
+    exit_if_incomplete({label: r.summary for label, r in results.items()})
+
+
+@app.command("list")
+def list_command() -> None:
+    """List schemes, topologies, workloads and presets."""
+    from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Workload
+    from spraylab.lb.base import REGISTRY, load_builtin_schemes
+
+    load_builtin_schemes()
+    table = Table(title="load-balancing schemes (lb.scheme)", title_justify="left")
+    for col in ("scheme", "acts at", "what it does", "parameters (defaults)"):
+        table.add_column(col)
+    for name in sorted(REGISTRY):
+        cls = REGISTRY[name]
+        params = ", ".join(f"{k}={v.default!r}" for k, v in cls.Params.model_fields.items()) or "-"
+        table.add_row(name, cls.where, escape(cls.summary), escape(params))
+    console.print(table)
+    import typing
+
+    topo = Table(title="topologies (topology.kind)", title_justify="left")
+    topo.add_column("kind")
+    topo.add_column("keys")
+    for model in (LeafSpineTopology, FatTreeTopology, RailTopology):
+        kind = typing.get_args(model.model_fields["kind"].annotation)[0]
+        topo.add_row(kind, ", ".join(k for k in model.model_fields if k != "kind"))
+    console.print(topo)
+    work = Table(title="workloads (workload.kind)", title_justify="left")
+    work.add_column("kind")
+    work.add_column("keys")
+    union = typing.get_args(typing.get_args(Workload)[0])
+    for model in union:
+        kind = typing.get_args(model.model_fields["kind"].annotation)[0]
+        work.add_row(kind, ", ".join(k for k in model.model_fields if k != "kind"))
+    console.print(work)
+    from spraylab.workload.cdf import FlowSizeCdf
+
+    console.print(f"flow-size distributions (workload.cdf): {', '.join(FlowSizeCdf.names())}")
+    console.print(f"presets (use in place of a scenario file): {', '.join(preset_names())}")
+
+
+@app.command("sweep")
+def sweep_command(
+    sweep: Annotated[Path, typer.Argument(help="Sweep TOML file: a base scenario plus [axes]")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Results store directory (default out/sweep-NAME)")] = None,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: CPU count)")] = None,
+    executor: Annotated[str, typer.Option("--executor", "-e", help="local (process pool) or ray")] = "local",
+    address: Annotated[
+        str | None, typer.Option("--address", help="Ray cluster address (auto, ray://head:10001); default: start a local Ray")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rerun every point, even those complete in the store")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and list the points; run nothing")] = False,
+    progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar")] = True,
+    reuse_other_versions: Annotated[
+        bool,
+        typer.Option(
+            "--reuse-other-versions",
+            help="Keep stored runs made by another spraylab version (default: rerun them)",
+        ),
+    ] = False,
+) -> None:
+    """Run a sweep (the cartesian product of its axes) into a resumable results store; an
+    interrupted sweep reruns only the missing runs. Exit code 1 if a run failed, 3 if a run
+    stopped before its workload finished (it is stored as incomplete)."""
+    import signal
+
+    from spraylab.executors import EXECUTORS, ExecutorError
+    from spraylab.output import check_target
+    from spraylab.store import Store, StoreError, StoreLocked
+    from spraylab.sweep import Sweep, plan, run_sweep
+    from spraylab.sweep_progress import SweepProgress
+
+    if executor not in EXECUTORS:
+        raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
+    if address and executor != "ray":
+        raise UsageError("--address: only meaningful with --executor ray")
+    definition = Sweep.load(sweep)
+    target = out or Path("out") / f"sweep-{definition.name}"
+    check_target(target, "sweep")
+    try:
+        planned = plan(definition, Store(target), force, reuse_other_versions)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    have = planned.have
+    console.print(
+        f"[bold]sweep {definition.name}[/]: {len(definition.points)} runs over "
+        + ", ".join(f"{k} ({len(v)})" for k, v in definition.axes.items())
+        + f"; {len(have)} already in {target}/"
+    )
+    if planned.other_version:
+        verb = (
+            "kept (--reuse-other-versions)"
+            if reuse_other_versions
+            else "rerun (keep them with --reuse-other-versions)"
+        )
+        console.print(
+            f"{len(planned.other_version)} stored runs were made by another spraylab version: {verb}",
+            highlight=False,
+        )
+    if dry_run:
+        done_keys = {p.key for p in have}
+        for point in definition.points:
+            console.print(f"  {point.key}  {'done  ' if point.key in done_keys else 'to run'}  {point.label}", markup=False, highlight=False)
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    display = SweepProgress(err_console, enabled=progress)
+    try:
+        outcome = run_sweep(definition, target, jobs=jobs, executor=executor, address=address, force=force, events=display)
+    except (ExecutorError, StoreLocked) as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    console.print(outcome.line(), markup=False, highlight=False)
+    if outcome.failed:
+        console.print(f"failed runs are recorded in {target}/runs/<key>/error.json and rerun by the next sweep", highlight=False)
+    console.print(f"results in {target}/: spraylab compare {target}; spraylab report {target}", highlight=False)
+    if outcome.interrupted:
+        sys.exit(130)
+    if outcome.failed:
+        sys.exit(1)  # (typer.Exit would only become app()'s return value in main())
+    if outcome.any_incomplete:
+        err_console.print(
+            "incomplete runs (stopped before their workload finished) are stored apart; they rerun when their "
+            "budget changes or with --force",
+            markup=False, highlight=False,
+        )  # fmt: skip
+        sys.exit(3)
+
+
+@app.command("report")
+def report_command(
+    directory: Annotated[Path, typer.Argument(help="A sweep results directory")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Report directory (default DIR/report)")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="The column ratios are taken to, e.g. ecmp")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="Axes whose values are the columns (default lb.scheme)")] = None,
+) -> None:
+    """Write PNG plots (FCT-slowdown CDF, slowdown by size, CCT/busbw, uplink heatmap, reorder CDF)
+    and a self-contained report.html for a sweep's results."""
+    from spraylab.report import ReportError, build_report
+    from spraylab.store import StoreError
+
+    if not directory.is_dir():
+        raise UsageError(f"{directory}: no such directory (give a sweep results directory)")
+    try:
+        report = build_report(directory, out, _split(by), baseline)
+    except (ReportError, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    console.print(f"{len(report.plots)} plots and {report.html} written", highlight=False)
+
+
+def main() -> None:
+    try:
+        # Non-standalone mode hands back a typer.Exit's code instead of exiting.
+        code = app(standalone_mode=False)
+        sys.exit(code if isinstance(code, int) else 0)
+    except ScenarioError as exc:
+        for line in exc.lines:
+            err_console.print(f"error: {line}", markup=False, highlight=False)
+        sys.exit(2)
+    except (UsageError, OutputError) as exc:
+        err_console.print(f"error: {exc}", markup=False, highlight=False)
+        sys.exit(2)
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        sys.exit(130)
+    except typer.Abort:
+        sys.exit(1)
+    except Exception as exc:  # click's usage errors arrive here in non-standalone mode
+        show = getattr(exc, "show", None)
+        if show is None or not hasattr(exc, "exit_code"):
+            raise
+        show()
+        sys.exit(exc.exit_code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,188 @@
+"""Scenario → simulation → Result: the one entry point notebooks, the CLI and sweeps share."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from spraylab import provenance
+from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Scenario, ScenarioError
+from spraylab.engine.simulator import Simulator
+from spraylab.lb.base import make_lb
+from spraylab.metrics.collect import collect, ideal_fct_ps
+from spraylab.metrics.result import Result
+from spraylab.net.network import Network, SwitchParams
+from spraylab.topology.fabric import Fabric
+from spraylab.topology.fat_tree import fat_tree
+from spraylab.topology.leaf_spine import leaf_spine
+from spraylab.topology.rail import rail_optimized
+from spraylab.transport.params import DcqcnParams, TransportParams
+from spraylab.workload.build import GroupInfo, build_flows
+from spraylab.workload.rail_strategies import lb_override
+
+ProgressFn = Callable[[Simulator, float], None]
+
+
+def build_fabric(topology: LeafSpineTopology | FatTreeTopology | RailTopology) -> Fabric:
+    if isinstance(topology, LeafSpineTopology):
+        return leaf_spine(
+            topology.leaves,
+            topology.spines,
+            topology.n_hosts_per_leaf,
+            topology.host_rate,
+            topology.uplink_rate or topology.host_rate,
+            topology.link_delay,
+            topology.links_per_spine,
+        )
+    if isinstance(topology, FatTreeTopology):
+        return fat_tree(topology.k, topology.rate, topology.link_delay)
+    return rail_optimized(
+        topology.servers,
+        topology.gpus_per_server,
+        topology.spines,
+        topology.nic_rate,
+        topology.spine_rate or topology.nic_rate,
+        topology.nvlink_rate,
+        topology.link_delay,
+        topology.nvlink_delay,
+    )
+
+
+def transport_params(scenario: Scenario) -> TransportParams:
+    t = scenario.transport
+    d = t.dcqcn
+    return TransportParams(
+        cc=t.cc,
+        recovery=t.recovery,
+        mtu_bytes=t.mtu,
+        ooo_bitmap_packets=t.ooo_bitmap,
+        cnp_on_ooo=t.cnp_on_ooo,
+        nack_timer_ps=t.nack_timer,
+        rto_ps=t.rto,
+        ack_every=t.ack_every,
+        window_bytes=t.window,
+        dcqcn=DcqcnParams(
+            g=d.g,
+            alpha_timer_ps=d.alpha_timer,
+            rate_decrease_interval_ps=d.rate_decrease_interval,
+            increase_timer_ps=d.increase_timer,
+            byte_counter_bytes=d.byte_counter,
+            fast_recovery_rounds=d.fast_recovery_rounds,
+            rate_ai_bps_per_100g=d.rate_ai_per_100g,
+            rate_hai_bps_per_100g=d.rate_hai_per_100g,
+            min_rate_bps=d.min_rate,
+            cnp_interval_ps=d.cnp_interval,
+        ),
+    )
+
+
+def switch_params(scenario: Scenario) -> SwitchParams:
+    s = scenario.switch
+    return SwitchParams(
+        buffer_bytes=s.buffer,
+        dt_alpha=s.dt_alpha,
+        lossless=s.lossless,
+        pfc_xoff_bytes=s.pfc_xoff,
+        pfc_xon_bytes=s.pfc_xon,
+        ecn=s.ecn,
+        ecn_kmin_bytes_per_100g=s.ecn_kmin_per_100g,
+        ecn_kmax_bytes_per_100g=s.ecn_kmax_per_100g,
+        ecn_pmax=s.ecn_pmax,
+    )
+
+
+@dataclass
+class Simulation:
+    """A built, not yet finished run: exposes the simulator and network for step-wise use
+    (``sim.run(until_ps=...)`` in tests and notebooks) and turns into a Result."""
+
+    scenario: Scenario
+    sim: Simulator
+    net: Network
+    groups: dict[str, GroupInfo]
+    ideal_fct: list[int]
+    wall_s: float = 0.0
+
+    def run(self, progress: ProgressFn | None = None) -> str:
+        r = self.scenario.run
+        bind = getattr(progress, "bind", None)
+        if bind is not None:
+            bind(self.net)
+        self.sim.set_progress(progress)
+        start = time.perf_counter()
+        reason = self.sim.run(
+            until_ps=r.time_limit,
+            max_events=r.max_events or None,
+            max_wall_s=r.max_wall_s or None,
+        )
+        self.wall_s += time.perf_counter() - start
+        return reason
+
+    def result(self) -> Result:
+        conservation = self.net.check_conservation()
+        stop = self.sim.stop_reason
+        if stop == "idle" and self.net.all_done:
+            stop = "done"
+        run_info: dict[str, Any] = {
+            "name": self.scenario.name,
+            "scheme": self.scenario.lb.scheme,
+            "recovery": self.scenario.transport.recovery,
+            "cc": self.scenario.transport.cc,
+            "topology": self.scenario.topology.kind,
+            "hosts": self.net.fabric.n_hosts,
+            "seed": self.scenario.run.seed,
+            "stop_reason": stop,
+            "completed": self.net.all_done,
+            "sim_time_ps": self.sim.now,
+            "events": self.sim.events,
+            "wall_s": round(self.wall_s, 3),
+            "conservation": conservation,
+            **provenance.current(),
+        }
+        return collect(self.net, self.ideal_fct, self.groups, self.scenario.to_dict(), run_info)
+
+
+def build(scenario: Scenario) -> Simulation:
+    scenario = lb_override(scenario)  # strategy "rail_spray" runs under per-packet spraying
+    sim = Simulator(scenario.run.seed)
+    fabric = build_fabric(scenario.topology)
+    params = transport_params(scenario)
+    net = Network(sim, fabric, switch_params(scenario), params, make_lb(scenario.lb.scheme, scenario.lb.params))
+    for event in scenario.topology.events:
+        a, b = event.link
+        parallel = event.parallel
+        try:
+            if event.action == "down":
+                net.schedule_link_down(event.at, a, b, event.convergence, parallel)
+            elif event.action == "loss":
+                net.schedule_link_loss(event.at, a, b, event.loss_rate, parallel)
+            else:
+                net.schedule_link_rate(event.at, a, b, event.rate_fraction, parallel)
+        except KeyError:
+            raise ScenarioError(
+                [f"topology.events.link = {[a, b]!r}: no such link; names look like {fabric.links[-1].a!r}, {fabric.links[-1].b!r}"]
+            ) from None
+        except IndexError as exc:
+            raise ScenarioError([f"topology.events.parallel = {parallel}: {exc.args[0]}"]) from None
+    flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A), scenario.run.seed)
+    qps = net.add_flows(flows)
+    ideal = [ideal_fct_ps(net, qp.src, qp.dst, qp.spec.size_bytes, params.mtu_bytes) for qp in qps]
+    return Simulation(scenario, sim, net, groups, ideal)
+
+
+def run(scenario: Scenario | str | Path | dict[str, Any], progress: ProgressFn | None = None) -> Result:
+    """Run one scenario (object, TOML path or dict) to its stop condition and return its Result."""
+    if isinstance(scenario, (str, Path)):
+        scenario = Scenario.load(scenario)
+    elif isinstance(scenario, dict):
+        from spraylab.config import validate
+
+        scenario = validate(scenario)
+    simulation = build(scenario)
+    if scenario.run.stop == "time":
+        simulation.net.stop_when_done = False
+    simulation.run(progress)
+    return simulation.result()
