@@ -449,8 +449,10 @@ def sweep_command(
         )
     if dry_run:
         done_keys = {p.key for p in have}
+        unfinished = {p.key for p in planned.incomplete}
         for point in definition.points:
-            console.print(f"  {point.key}  {'done  ' if point.key in done_keys else 'to run'}  {point.label}", markup=False, highlight=False)
+            state = "incomplete" if point.key in unfinished else "done" if point.key in done_keys else "to run"
+            console.print(f"  {point.key}  {state:<10}  {point.label}", markup=False, highlight=False)
         return
 
     def terminate(signum: int, frame: Any) -> None:
