@@ -353,6 +353,9 @@ class SweepEvents:
 
     def finished(self, point: Point, outcome: Outcome) -> None: ...
 
+    def tick(self) -> None:
+        """Called after every poll of the executor (about every ``poll_s``), runs finished or not."""
+
     def stop(self) -> None: ...
 
 
@@ -462,6 +465,7 @@ def run_sweep(
                     point = pending.pop(handle)
                     _record(store, point, result, outcome, session, executor_name)
                     events.finished(point, result)
+                events.tick()
         except KeyboardInterrupt:
             outcome.interrupted = True
             cancel = True

@@ -80,6 +80,10 @@ class SweepProgress(SweepEvents):
             self.console.print(f"failed: {point.label}: {kind}: {message}", markup=False, highlight=False)
         if self._progress is not None:
             self._progress.update(self._task, advance=1, done=self.done + self.incomplete, failed=self.failed)
+        self.tick()
+
+    def tick(self) -> None:
+        """A plain record when one is due, also while long runs are still in flight."""
         if self.enabled and self._records is not None and self._records.due():
             finished = self.done + self.incomplete + self.failed
             self._records.emit(
