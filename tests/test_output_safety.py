@@ -95,6 +95,7 @@ REFUSALS: dict[str, tuple[tuple[str, ...], str, tuple[str, ...]]] = {
     # name: (argv, path that must be untouched, texts the error line names)
     "run_into_a_users_directory": (("run", "tiny.toml", "--out", "mine"), "mine", ("--out mine", "did not write")),
     "run_onto_the_scenario_file": (("run", "tiny.toml", "--out", "tiny.toml"), "tiny.toml", ("--out tiny.toml", "is a file")),
+    "run_into_the_current_directory": (("run", "tiny.toml", "--out", "."), ".", ("--out .", "current directory")),
     "run_into_a_sweep_store": (("run", "tiny.toml", "--out", "store"), "store", ("--out store", "sweep results store")),
     "compare_into_a_users_directory": (("compare", "tiny.toml", "--out", "mine"), "mine", ("--out mine", "did not write")),
     "compare_onto_a_file": (("compare", "tiny.toml", "--out", "tiny.toml"), "tiny.toml", ("is a file",)),

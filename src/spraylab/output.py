@@ -80,6 +80,9 @@ def check_target(path: Path, kind: Kind, option: str = "--out") -> None:
         raise OutputError(
             f"{option} {path}: is a file, not a directory; give a directory for the {KIND_TEXT[kind]}"
         )
+    if kind != "sweep" and path.is_dir() and Path.cwd().resolve().is_relative_to(path.resolve()):
+        # a result replaces its directory, which would pull it from under the shell standing in it
+        raise OutputError(f"{option} {path}: is the current directory (or holds it); give a subdirectory")
     if not path.is_dir() or not any(path.iterdir()):
         return
     found = kind_of(path)
@@ -109,8 +112,9 @@ def write_marker(path: Path, kind: Kind, files: list[str]) -> None:
 def write_dir(path: str | Path, kind: Kind, fill: Callable[[Path], None], option: str = "--out") -> Path:
     """Write a ``kind`` output at ``path`` atomically: ``fill(tmp)`` writes its files into a fresh
     temporary sibling, which then replaces the old output (if any) in one rename."""
-    target = Path(path)
-    check_target(target, kind, option)
+    shown = Path(path)
+    check_target(shown, kind, option)
+    target = shown.resolve()  # "." or a symlink: operate on the real directory, name it as given
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     carried: list[str] = []
@@ -120,13 +124,13 @@ def write_dir(path: str | Path, kind: Kind, fill: Callable[[Path], None], option
         write_marker(tmp, kind, written)
         if not target.exists():
             os.replace(tmp, target)
-            return target
+            return shown
         owned = owned_names(target)
         foreign = [entry for entry in target.iterdir() if entry.name not in owned]
         clash = [entry.name for entry in foreign if (tmp / entry.name).exists()]
         if clash:
             raise OutputError(
-                f"{option} {target}: {clash[0]!r} there was not written by spraylab and would be overwritten; "
+                f"{option} {shown}: {clash[0]!r} there was not written by spraylab and would be overwritten; "
                 "move it away or give another directory"
             )
         for entry in foreign:  # not ours: it moves with the directory, never removed
@@ -142,4 +146,4 @@ def write_dir(path: str | Path, kind: Kind, fill: Callable[[Path], None], option
                 os.replace(tmp / name, target / name)
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return target
+    return shown
