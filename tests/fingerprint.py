@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from spraylab.experiment import run
+from spraylab.provenance import VERSION_KEYS
 from spraylab.store import TIMING_KEYS
 
 STORE = Path(__file__).with_name("fingerprints.json")
@@ -78,9 +79,9 @@ def scenario(name: str) -> dict[str, Any]:
 
 
 def fingerprint(name: str) -> str:
-    """sha256 (first 16 hex digits) of the run's summary (timing keys left out) and flows table."""
+    """sha256 (first 16 hex digits) of the run's summary (timing and version keys left out: they differ between identical runs) and flows table."""
     result = run(scenario(name))
-    summary = {k: v for k, v in result.summary.items() if k not in TIMING_KEYS}
+    summary = {k: v for k, v in result.summary.items() if k not in TIMING_KEYS and k not in VERSION_KEYS}
     digest = hashlib.sha256(json.dumps(summary, sort_keys=True, default=repr).encode())
     digest.update(result.flows.to_csv(index=False).encode())
     return digest.hexdigest()[:16]

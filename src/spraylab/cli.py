@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from spraylab.config import Scenario, ScenarioError
+from spraylab.output import OutputError
 from spraylab.progress import RunProgress
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="spraylab: load balancing for AI-training networks.")
@@ -132,6 +133,7 @@ def variant_scenario(base: Scenario, overrides: dict[str, Any]) -> Scenario:
 
 SUMMARY_ROWS: list[tuple[str, str, str]] = [
     ("flows done", "flows_completed", "int"),
+    ("flows censored", "flows_censored", "int"),
     ("completion", "completion_ps", "time"),
     ("FCT mean", "fct_mean_ps", "time"),
     ("FCT p99", "fct_p99_ps", "time"),
@@ -185,6 +187,27 @@ def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
+def incomplete_lines(summaries: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per run stopped before its workload finished (exit code 3)."""
+    from spraylab.units import format_time
+
+    return [
+        f"incomplete: {label}: stopped by {s.get('stop_reason')} at {format_time(int(s.get('sim_time_ps') or 0))} "
+        f"with {s.get('flows_completed')}/{s.get('flows')} flows done; completed = false, and the FCT statistics "
+        f"count the {s.get('flows_censored')} unfinished flows as censored (FCT at least the run's end)"
+        for label, s in summaries.items()
+        if not s.get("completed", True)
+    ]
+
+
+def exit_if_incomplete(summaries: dict[str, dict[str, Any]]) -> None:
+    lines = incomplete_lines(summaries)
+    for line in lines:
+        err_console.print(line, markup=False, highlight=False)
+    if lines:
+        sys.exit(3)
+
+
 def run_one(scenario: Scenario, label: str = "") -> Any:
     from spraylab.experiment import run
 
@@ -195,19 +218,26 @@ def run_one(scenario: Scenario, label: str = "") -> Any:
 def compare_scenario(scenario: Scenario, variants: list[tuple[str, dict[str, Any]]], out: Path | None) -> dict[str, Any]:
     # Every variant validated before the first one runs (and before matplotlib loads).
     scenarios = [(label, variant_scenario(scenario, overrides)) for label, overrides in variants]
+    from spraylab.output import check_target, write_dir
     from spraylab.plots import slowdown_cdf, uplink_utilization
 
+    if out is not None:
+        check_target(out, "compare")  # before the runs, not after
     results = {}
     for label, variant in scenarios:
         results[label] = run_one(variant, label)
     console.print(summary_table(f"{scenario.name}: {len(variants)} schemes", {k: r.summary for k, r in results.items()}))
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        for label, result in results.items():
-            result.save(out / label.replace("/", "-"))
-        p1 = slowdown_cdf(results, out / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown")
-        p2 = uplink_utilization(results, out / "uplink_utilization.png", f"{scenario.name}: uplink utilization")
-        console.print(f"results and plots in {out}/ ({p1.name}, {p2.name})")
+
+        def fill(tmp: Path) -> None:
+            for label, result in results.items():
+                (tmp / label.replace("/", "-")).mkdir()
+                result.write_files(tmp / label.replace("/", "-"))
+            slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown")
+            uplink_utilization(results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization")
+
+        write_dir(out, "compare", fill)
+        console.print(f"results and plots in {out}/ (fct_slowdown_cdf.png, uplink_utilization.png)")
     return results
 
 
@@ -221,14 +251,21 @@ def run_command(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Save the result (Parquet + JSON) here")] = None,
     allow_large: AllowLargeOption = False,
 ) -> None:
-    """Run one scenario and print its summary."""
+    """Run one scenario and print its summary. Exit code 3 if the run stopped (time limit, event or
+    wall budget) before its workload finished."""
+    from spraylab.output import check_target, write_dir
+
     sc = load_scenario(scenario, parse_overrides(set_, allow_large))
+    target = out or (Path(sc.output.dir) if sc.output.dir else None)
+    option = "--out" if out is not None else "output.dir ="
+    if target is not None:
+        check_target(target, "run", option)  # before the run, not after
     result = run_one(sc)
     console.print(summary_table(sc.name, {sc.lb.scheme: result.summary}))
-    target = out or (Path(sc.output.dir) if sc.output.dir else None)
     if target is not None:
-        result.save(target)
+        write_dir(target, "run", result.write_files, option)
         console.print(f"result saved in {target}/")
+    exit_if_incomplete({sc.name: result.summary})
 
 
 @app.command("compare")
@@ -264,7 +301,10 @@ def compare_command(
     if baseline is not None or by is not None or metrics is not None:
         raise UsageError("--baseline, --by and --metrics apply to a sweep results directory (see spraylab sweep)")
     sc = load_scenario(scenario, parse_overrides(set_, allow_large))
-    compare_scenario(sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}")
+    results = compare_scenario(
+        sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}"
+    )
+    exit_if_incomplete({label: r.summary for label, r in results.items()})
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -281,17 +321,25 @@ def compare_sweep(directory: Path, baseline: str | None, by: list[str] | None, m
         tables = compare_tables(data, baseline, metrics)
     except (ReportError, StoreError) as exc:
         raise UsageError(str(exc)) from None
-    counts = data.counts()
     over = f"mean ± 95% CI over {data.over}" if data.over else "one run per cell"
     console.print(
-        f"[bold]{data.name}[/]: {len(data.points)} runs ({counts['done']} done, {counts['failed']} failed, "
-        f"{counts['missing'] + counts['corrupt']} missing); {over}; ratios to {tables[0].baseline if tables else '-'}"
+        f"[bold]{escape(data.name)}[/]: {escape(data.status_line())}; {over}; ratios to {tables[0].baseline if tables else '-'}"
     )
+    warning = data.version_warning()
+    if warning:
+        err_console.print(f"warning: {warning}", markup=False, highlight=False)
+    for point, summary in data.incomplete():
+        label = " ".join(f"{k}={v}" for k, v in point.labels.items())
+        err_console.print(
+            f"incomplete (left out of the table): {label}: stopped by {summary.get('stop_reason')} with "
+            f"{summary.get('flows_completed')}/{summary.get('flows')} flows done",
+            markup=False, highlight=False,
+        )  # fmt: skip
     for table in tables:
         rt = Table(title=table.group.title, title_justify="left")
         rt.add_column("metric")
         for c in table.columns:
-            note = f" +{table.failed[c]} not done" if table.failed[c] else ""
+            note = f" {table.note(c)}" if table.note(c) else ""
             rt.add_column(f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}", justify="right")
         for key, kind, cells in table.rows:
             rt.add_row(METRIC_LABEL.get(key, key), *(cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)))
@@ -311,7 +359,8 @@ def demo_command(
     sc = load_scenario("demo", {})
     variants = parse_variants(lb)  # bad --lb: one error line, before the banner
     console.print(f"[bold]spraylab demo[/]: {sc.name}, {sc.topology.kind}; schemes {escape(lb)}")
-    compare_scenario(sc, variants, out)
+    results = compare_scenario(sc, variants, out)
+    exit_if_incomplete({label: r.summary for label, r in results.items()})
 
 
 @app.command("list")
@@ -365,13 +414,22 @@ def sweep_command(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and list the points; run nothing")] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar")] = True,
     allow_large: AllowLargeOption = False,
+    reuse_other_versions: Annotated[
+        bool,
+        typer.Option(
+            "--reuse-other-versions",
+            help="Keep stored runs made by another spraylab version (default: rerun them)",
+        ),
+    ] = False,
 ) -> None:
     """Run a sweep (the cartesian product of its axes) into a resumable results store; an
-    interrupted sweep reruns only the missing runs. Exit code 1 if a run failed."""
+    interrupted sweep reruns only the missing runs. Exit code 1 if a run failed, 3 if a run
+    stopped before its workload finished (it is stored as incomplete)."""
     import signal
 
     from spraylab.executors import EXECUTORS, ExecutorError
-    from spraylab.store import Store, StoreLocked
+    from spraylab.output import check_target
+    from spraylab.store import Store, StoreError, StoreLocked
     from spraylab.sweep import Sweep, plan, run_sweep
     from spraylab.sweep_progress import SweepProgress
 
@@ -381,16 +439,33 @@ def sweep_command(
         raise UsageError("--address: only meaningful with --executor ray")
     definition = Sweep.load(sweep, allow_large=allow_large)
     target = out or Path("out") / f"sweep-{definition.name}"
-    todo, have = plan(definition, Store(target), force)
+    check_target(target, "sweep")
+    try:
+        planned = plan(definition, Store(target), force, reuse_other_versions)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
+    have = planned.have
     console.print(
         f"[bold]sweep {definition.name}[/]: {len(definition.points)} runs over "
         + ", ".join(f"{k} ({len(v)})" for k, v in definition.axes.items())
         + f"; {len(have)} already in {target}/"
     )
+    if planned.other_version:
+        verb = (
+            "kept (--reuse-other-versions)"
+            if reuse_other_versions
+            else "rerun (keep them with --reuse-other-versions)"
+        )
+        console.print(
+            f"{len(planned.other_version)} stored runs were made by another spraylab version: {verb}",
+            highlight=False,
+        )
     if dry_run:
         done_keys = {p.key for p in have}
+        unfinished = {p.key for p in planned.incomplete}
         for point in definition.points:
-            console.print(f"  {point.key}  {'done  ' if point.key in done_keys else 'to run'}  {point.label}", markup=False, highlight=False)
+            state = "incomplete" if point.key in unfinished else "done" if point.key in done_keys else "to run"
+            console.print(f"  {point.key}  {state:<10}  {point.label}", markup=False, highlight=False)
         return
 
     def terminate(signum: int, frame: Any) -> None:
@@ -399,8 +474,11 @@ def sweep_command(
     previous = signal.signal(signal.SIGTERM, terminate)
     display = SweepProgress(err_console, enabled=progress)
     try:
-        outcome = run_sweep(definition, target, jobs=jobs, executor=executor, address=address, force=force, events=display)
-    except (ExecutorError, StoreLocked) as exc:
+        outcome = run_sweep(
+            definition, target, jobs=jobs, executor=executor, address=address, force=force, events=display,
+            reuse_other_versions=reuse_other_versions,
+        )  # fmt: skip
+    except (ExecutorError, StoreLocked, StoreError) as exc:
         raise UsageError(str(exc)) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -412,6 +490,13 @@ def sweep_command(
         sys.exit(130)
     if outcome.failed:
         sys.exit(1)  # (typer.Exit would only become app()'s return value in main())
+    if outcome.any_incomplete:
+        err_console.print(
+            "incomplete runs (stopped before their workload finished) are stored apart; they rerun when their "
+            "budget changes or with --force",
+            markup=False, highlight=False,
+        )  # fmt: skip
+        sys.exit(3)
 
 
 @app.command("report")
@@ -450,7 +535,7 @@ def main() -> None:
         for line in exc.lines:
             err_console.print(f"error: {line}", markup=False, highlight=False)
         sys.exit(2)
-    except UsageError as exc:
+    except (UsageError, OutputError) as exc:
         _error(str(exc))
         sys.exit(2)
     except KeyboardInterrupt:

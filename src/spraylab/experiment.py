@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spraylab import provenance
 from spraylab.budget import check as check_budget
 from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Scenario, ScenarioError
 from spraylab.engine.simulator import Simulator
@@ -147,6 +148,7 @@ class Simulation:
             "events": self.sim.events,
             "wall_s": round(self.wall_s, 3),
             "conservation": conservation,
+            **provenance.current(),
         }
         scenario = self.scenario.to_dict()
         return collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)

@@ -1,10 +1,15 @@
-"""A progress bar for long runs: simulated time, events/s, flows done and ETA.
+"""Progress of long runs: simulated time, events/s, flows done and ETA.
 
-It appears only once a run has taken more than a couple of seconds, so short runs and tests
-stay quiet. The simulator calls it every 2^16 events."""
+On a terminal, a bar that appears only once a run has taken more than a couple of seconds, so
+short runs and tests stay quiet. When stdout is not a terminal (a pipe, a log file, a batch job)
+one-line records go to stderr instead, at most one per ``SPRAYLAB_PROGRESS_INTERVAL_S`` seconds
+(default 10). The simulator calls it every 2^16 events."""
 
 from __future__ import annotations
 
+import os
+import sys
+import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +23,43 @@ if TYPE_CHECKING:
     from spraylab.net.network import Network
 
 SHOW_AFTER_S = 2.0
+INTERVAL_ENV = "SPRAYLAB_PROGRESS_INTERVAL_S"
+DEFAULT_INTERVAL_S = 10.0
+
+
+def record_interval_s() -> float:
+    """Seconds between plain progress records (environment ``SPRAYLAB_PROGRESS_INTERVAL_S``)."""
+    try:
+        value = float(os.environ.get(INTERVAL_ENV, DEFAULT_INTERVAL_S))
+    except ValueError:
+        return DEFAULT_INTERVAL_S
+    return value if value > 0 else DEFAULT_INTERVAL_S
+
+
+class LineRecords:
+    """One-line progress records to a stream, at most one per ``interval_s`` of wall time."""
+
+    def __init__(self, stream: Any = None, interval_s: float | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.interval_s = record_interval_s() if interval_s is None else interval_s
+        self._last = time.monotonic()
+
+    def due(self) -> bool:
+        return time.monotonic() - self._last >= self.interval_s
+
+    def emit(self, text: str) -> None:
+        self._last = time.monotonic()
+        print(f"progress: {text}", file=self.stream, flush=True)
 
 
 class RunProgress:
-    def __init__(self, scenario: Scenario, label: str, enabled: bool = True) -> None:
+    def __init__(
+        self, scenario: Scenario, label: str, enabled: bool = True, plain: bool | None = None
+    ) -> None:
         self.label = label
         self.enabled = enabled
+        # plain records unless stdout is a terminal (where the bar lives)
+        self._records = LineRecords() if (not sys.stdout.isatty() if plain is None else plain) else None
         self.time_limit_ps = scenario.run.time_limit
         self.stop_on_workload = scenario.run.stop == "workload"
         self.net: Network | None = None
@@ -35,7 +71,13 @@ class RunProgress:
         self.net = net
 
     def __call__(self, sim: Simulator, elapsed_s: float) -> None:
-        if not self.enabled or elapsed_s < SHOW_AFTER_S:
+        if not self.enabled:
+            return
+        if self._records is not None:
+            if self._records.due():
+                self._records.emit(self._record(sim, elapsed_s))
+            return
+        if elapsed_s < SHOW_AFTER_S:
             return
         if self._progress is None:
             self._progress = Progress(
@@ -48,7 +90,9 @@ class RunProgress:
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task("run", total=1.0, label=self.label, sim_time="", rate="", flows="")
+            self._task = self._progress.add_task(
+                "run", total=1.0, label=self.label, sim_time="", rate="", flows=""
+            )
         fraction = sim.now / self.time_limit_ps
         flows = ""
         net = self.net
@@ -67,10 +111,20 @@ class RunProgress:
             flows=flows,
         )
 
+    def _record(self, sim: Simulator, elapsed_s: float) -> str:
+        net = self.net
+        flows = f"  flows {net.flows_received}/{len(net.qps)}" if net is not None and net.qps else ""
+        return (
+            f"{self.label}: sim {format_time(sim.now)} of at most {format_time(self.time_limit_ps)}{flows}  "
+            f"{sim.events:,} events ({sim.events / max(elapsed_s, 1e-9):,.0f}/s)  wall {elapsed_s:.1f}s"
+        )
+
     def __enter__(self) -> RunProgress:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None

@@ -4,7 +4,9 @@ mean ± 95% CI over seeds, grouped by the other axes), PNG plots and one self-co
 Data flows one way: :func:`sweep_data` reads the store's index and groups its points;
 :func:`compare_tables` turns summaries into tables; the ``plot_*`` functions turn plain arrays into
 matplotlib figures (returned, so their data can be read back); :func:`build_report` writes the
-PNGs and ``report.html``. Only runs whose manifest verifies are ever read.
+PNGs and ``report.html``. Only runs whose manifest verifies are ever read. Runs stopped before
+their workload finished (*incomplete*) are never pooled with complete ones: tables count them
+apart and the page lists them; runs made by another spraylab version are flagged.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure  # figures outside pyplot: no global state, Agg canvas on save
 
+from spraylab import provenance
 from spraylab.metrics.result import SIZE_BUCKETS, Result
 from spraylab.stats import Estimate, mean_ci
 from spraylab.store import Store
@@ -133,10 +136,43 @@ class SweepData:
         return self._results[key]
 
     def counts(self) -> dict[str, int]:
-        out = {"done": 0, "failed": 0, "missing": 0, "corrupt": 0}
+        out = {"done": 0, "incomplete": 0, "failed": 0, "missing": 0, "corrupt": 0}
         for p in self.points:
             out[p.status] = out.get(p.status, 0) + 1
         return out
+
+    def incomplete(self) -> list[tuple[StoredPoint, dict[str, Any]]]:
+        """Stored runs whose workload did not finish, with their summaries."""
+        return [(p, self.store.summary(p.key)) for p in self.points if p.status == "incomplete"]
+
+    def other_versions(self) -> list[tuple[StoredPoint, str]]:
+        """Stored runs made by another spraylab version or commit, with what made them."""
+        now = provenance.current()
+        out = []
+        for p in self.points:
+            if p.status in ("done", "incomplete"):
+                summary = self.store.summary(p.key)
+                if not provenance.same_version(summary, now):
+                    out.append((p, provenance.describe(summary)))
+        return out
+
+    def status_line(self) -> str:
+        """``12 runs: 10 done, 1 incomplete, 1 failed, 0 missing``."""
+        c = self.counts()
+        return (
+            f"{len(self.points)} runs: {c['done']} done, {c['incomplete']} incomplete, {c['failed']} failed, "
+            f"{c['missing'] + c['corrupt']} missing"
+        )
+
+    def version_warning(self) -> str | None:
+        other = self.other_versions()
+        if not other:
+            return None
+        made = sorted({text for _, text in other})
+        return (
+            f"{len(other)} of the runs were made by another spraylab version ({', '.join(made)}; "
+            f"this is {provenance.describe(provenance.current())}): rerun them with spraylab sweep"
+        )
 
 
 def column_label(point: StoredPoint, by: list[str]) -> str:
@@ -194,6 +230,16 @@ class CompareTable:
     n: dict[str, int]  # completed runs per column
     failed: dict[str, int]  # failed, missing or corrupt runs per column
     rows: list[tuple[str, str, list[Cell]]]  # (metric key, kind, one cell per column)
+    incomplete: dict[str, int] = field(default_factory=dict)  # runs stopped before their workload finished
+
+    def note(self, column: str) -> str:
+        """What a column's n leaves out: ``+1 incomplete +2 not done``."""
+        parts = []
+        if self.incomplete.get(column):
+            parts.append(f"+{self.incomplete[column]} incomplete")
+        if self.failed[column]:
+            parts.append(f"+{self.failed[column]} not done")
+        return " ".join(parts)
 
 
 def resolve_baseline(data: SweepData, baseline: str | None) -> str:
@@ -238,14 +284,16 @@ def compare_tables(
                 for c in data.columns
             ]
             rows.append((key, kind, cells))
+        unfinished = {c: sum(p.status == "incomplete" for p in group.cells[c]) for c in data.columns}
         tables.append(
             CompareTable(
                 group,
                 data.columns,
                 base,
                 {c: len(done[c]) for c in data.columns},
-                {c: len(group.cells[c]) - len(done[c]) for c in data.columns},
+                {c: len(group.cells[c]) - len(done[c]) - unfinished[c] for c in data.columns},
                 rows,
+                unfinished,
             )
         )
     return tables
@@ -475,11 +523,14 @@ def build_report(
     keep_figures: bool = False,
 ) -> Report:
     """Write PNG plots and ``report.html`` (default directory: ``ROOT/report``)."""
+    from spraylab.output import check_target, write_dir
+
     data = sweep_data(root, by)
     tables = compare_tables(data, baseline)
     directory = Path(out) if out is not None else Path(root) / "report"
-    directory.mkdir(parents=True, exist_ok=True)
+    check_target(directory, "report")
     plots: list[Plot] = []
+    figures_of: list[tuple[str, Figure]] = []
     for gi, group in enumerate(data.groups):
         suffix = "" if len(data.groups) == 1 else f"-{group.slug(gi)}"
         where = "" if len(data.groups) == 1 else f" ({group.title})"
@@ -540,11 +591,16 @@ def build_report(
                             plot_cdf(reorder, f"reorder degree{where}", "reorder degree (packets)", xscale="symlog")))  # fmt: skip
         for kind, caption, fig in figures:
             name = f"{kind}{suffix}.png"
-            save_figure(fig, directory / name)
+            figures_of.append((name, fig))
             plots.append(Plot(name, caption, gi, fig if keep_figures else None))
-    page = directory / "report.html"
-    page.write_text(render_html(data, tables, plots))
-    return Report(directory, page, plots, tables, data)
+
+    def fill(tmp: Path) -> None:
+        for name, fig in figures_of:
+            save_figure(fig, tmp / name)
+        (tmp / "report.html").write_text(render_html(data, tables, plots))
+
+    write_dir(directory, "report", fill)
+    return Report(directory, directory / "report.html", plots, tables, data)
 
 
 CSS = """
@@ -552,7 +608,7 @@ body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;mar
 h1{font-size:1.6em}h2{font-size:1.25em;margin-top:2em;border-bottom:1px solid #ddd}
 table{border-collapse:collapse;margin:1em 0;font-size:0.9em}
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}
-th{background:#f3f3f3}td.base{background:#f7fbff}.ratio{color:#555}.meta{color:#555}
+th{background:#f3f3f3}td.base{background:#f7fbff}.ratio{color:#555}.meta{color:#555}.warn{color:#a30}
 figure{display:inline-block;margin:0.5em;vertical-align:top}figure img{max-width:560px;border:1px solid #eee}
 figcaption{font-size:0.85em;color:#555;max-width:560px}pre{background:#f6f6f6;padding:0.5em;overflow:auto}
 """
@@ -560,21 +616,22 @@ figcaption{font-size:0.85em;color:#555;max-width:560px}pre{background:#f6f6f6;pa
 
 def render_html(data: SweepData, tables: list[CompareTable], plots: list[Plot]) -> str:
     e = html.escape
-    counts = data.counts()
+    warning = data.version_warning()
     parts = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>spraylab report: {e(data.name)}</title>",
         f"<style>{CSS}</style></head><body>",
         f"<h1>spraylab sweep report: {e(data.name)}</h1>",
-        f'<p class="meta">{len(data.points)} runs: {counts["done"]} done, {counts["failed"]} failed, '
-        f"{counts['missing'] + counts['corrupt']} missing. Columns: {e(', '.join(data.by) or '-')}; "
+        f'<p class="meta">{e(data.status_line())}. Columns: ' + f"{e(', '.join(data.by) or '-')}; "
         f"{'mean ± 95% CI (Student t) over ' + e(data.over) if data.over else 'one run per cell'}; "
         f"ratios are to the baseline column <b>{e(tables[0].baseline) if tables else '-'}</b>.</p>",
         "<table><tr><th>axis</th><th>values</th></tr>",
         *(f"<tr><td>{e(k)}</td><td>{e(', '.join(v))}</td></tr>" for k, v in data.axes.items()),
         "</table>",
     ]
+    if warning:
+        parts.append(f'<p class="warn"><b>Warning:</b> {e(warning)}</p>')
     for gi, table in enumerate(tables):
         parts.append(f"<h2>{e(table.group.title)}</h2>")
         parts.append(html_table(table))
@@ -583,6 +640,19 @@ def render_html(data: SweepData, tables: list[CompareTable], plots: list[Plot]) 
                 f'<figure><img src="{e(plot.file)}" alt="{e(plot.caption)}">'
                 f"<figcaption>{e(plot.caption)}</figcaption></figure>"
             )
+    unfinished = data.incomplete()
+    if unfinished:
+        parts.append(
+            "<h2>Incomplete runs</h2><p>Stopped before their workload finished (completed = false); "
+            "left out of the tables and plots above.</p><ul>"
+        )
+        for p, summary in unfinished:
+            label = " ".join(f"{k}={v}" for k, v in p.labels.items())
+            parts.append(
+                f"<li><code>{e(label)}</code> ({e(p.key)}): stopped by {e(str(summary.get('stop_reason')))} "
+                f"with {summary.get('flows_completed')}/{summary.get('flows')} flows done</li>"
+            )
+        parts.append("</ul>")
     failed = [p for p in data.points if p.status == "failed"]
     if failed:
         parts.append("<h2>Failed runs</h2><ul>")
@@ -601,7 +671,7 @@ def html_table(table: CompareTable) -> str:
     e = html.escape
     head = "".join(
         f"<th>{e(c)}{' (baseline)' if c == table.baseline else ''}<br><small>n={table.n[c]}"
-        f"{', ' + str(table.failed[c]) + ' not done' if table.failed[c] else ''}</small></th>"
+        f"{' ' + e(table.note(c)) if table.note(c) else ''}</small></th>"
         for c in table.columns
     )
     rows = [f"<table><tr><th>metric</th>{head}</tr>"]

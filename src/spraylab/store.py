@@ -5,11 +5,11 @@ Layout of a store directory::
     sweep.json          index: sweep name, axes, base scenario, points (key + axis values)
     log.jsonl           append-only journal: one line per sweep start/end and per run done/failed
     runs/<key>/         one run, complete or absent:
-        manifest.json       written last: status ("done" | "failed"), key, size + sha256 of every file
+        manifest.json       written last: status ("done" | "incomplete" | "failed"), key, size + sha256 of every file
         scenario.json       the full scenario (its canonical JSON hashes to <key>)
         summary.json        the Result summary minus wall-clock fields: deterministic, byte for byte
-        flows.parquet links.parquet groups.parquet      (done runs)
-        timing.json         wall-clock fields, host, pid (done runs)
+        flows.parquet links.parquet groups.parquet      (done and incomplete runs)
+        timing.json         wall-clock fields, host, pid (done and incomplete runs)
         error.json          error type, message and traceback text (failed runs)
 
 A run is written into a staging directory under ``runs/`` (a dot name) and renamed onto
@@ -18,6 +18,9 @@ its manifest parses, names its key, and every file listed has the recorded size 
 scenario hashes to the key; anything else (a torn write, a truncated or edited file, a directory
 copied in by hand) is *corrupt*: never read, rerun on the next sweep. Staging leftovers of a killed
 writer are removed when the next sweep takes the store's lock.
+
+An *incomplete* run stopped (time limit, event or wall budget) before its workload finished: its
+result is kept, marked apart, and not rerun unless its budget changes (a new key) or ``--force``.
 """
 
 from __future__ import annotations
@@ -43,7 +46,8 @@ MANIFEST = "manifest.json"
 TIMING_KEYS = ("wall_s",)  # summary fields that differ between identical runs
 KEY_CHARS = 20  # hex digits of sha256 kept in a key (80 bits)
 
-Status = Literal["done", "failed", "missing", "corrupt"]
+Status = Literal["done", "incomplete", "failed", "missing", "corrupt"]
+RESULT_STATUSES = ("done", "incomplete")  # a stored Result, complete or not
 
 
 class StoreError(Exception):
@@ -119,9 +123,11 @@ class Store:
             return None
         files = manifest.get("files")
         status = manifest.get("status")
-        if not isinstance(files, dict) or status not in ("done", "failed"):
+        if not isinstance(files, dict) or status not in (*RESULT_STATUSES, "failed"):
             return None
-        required = RESULT_FILES + ("timing.json",) if status == "done" else ("scenario.json", "error.json")
+        required = (
+            RESULT_FILES + ("timing.json",) if status in RESULT_STATUSES else ("scenario.json", "error.json")
+        )
         if any(name not in files for name in required):
             return None
         for name, meta in files.items():
@@ -146,16 +152,17 @@ class Store:
 
     # --- reading ----------------------------------------------------------------------
     def load(self, key: str) -> Result:
-        """The Result of a complete run (its summary without wall-clock fields, see :meth:`timing`)."""
+        """The Result of a stored run, complete or incomplete (its summary without wall-clock fields,
+        see :meth:`timing`)."""
         manifest = self.manifest(key)
-        if manifest is None or manifest["status"] != "done":
+        if manifest is None or manifest["status"] not in RESULT_STATUSES:
             raise StoreError(f"{self.run_dir(key)}: no complete result (status: {self.status(key)})")
         return Result.load(self.run_dir(key))
 
     def summary(self, key: str) -> dict[str, Any]:
-        """Only the summary of a complete run (cheaper than :meth:`load`)."""
+        """Only the summary of a stored run (cheaper than :meth:`load`)."""
         manifest = self.manifest(key)
-        if manifest is None or manifest["status"] != "done":
+        if manifest is None or manifest["status"] not in RESULT_STATUSES:
             raise StoreError(f"{self.run_dir(key)}: no complete result (status: {self.status(key)})")
         return json.loads((self.run_dir(key) / "summary.json").read_text())
 
@@ -170,18 +177,16 @@ class Store:
 
     # --- writing ----------------------------------------------------------------------
     def write_result(self, key: str, result: Result, timing: dict[str, Any] | None = None) -> Path:
-        """Store a finished run atomically; its wall-clock summary fields go to ``timing.json``."""
+        """Store a run atomically, as ``done`` or, when its workload did not finish, ``incomplete``;
+        its wall-clock summary fields go to ``timing.json``."""
         summary, wall = split_timing(result.summary)
         stable = dataclasses.replace(result, summary=summary)
 
         def fill(staging: Path) -> None:
-            stable.save(staging / "result")  # Result's own atomic writer, into our staging dir
-            for item in (staging / "result").iterdir():
-                os.replace(item, staging / item.name)
-            (staging / "result").rmdir()
+            stable.write_files(staging)
             _write_json(staging / "timing.json", {**wall, **(timing or {})})
 
-        return self._commit(key, "done", fill)
+        return self._commit(key, "done" if result.summary.get("completed", True) else "incomplete", fill)
 
     def write_failure(self, key: str, scenario: dict[str, Any], error: dict[str, Any]) -> Path:
         """Record a run that raised: its scenario and ``error.json`` (type, message, traceback)."""
@@ -240,18 +245,30 @@ class Store:
 
     # --- index and journal --------------------------------------------------------------
     def write_index(self, index: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._mark()
         tmp = self.root / f".sweep.json.tmp-{os.getpid()}"
         _write_json(tmp, index)
         os.replace(tmp, self.index_path)
 
+    def _mark(self) -> None:
+        """Create the directory with its ownership marker first (see :mod:`spraylab.output`)."""
+        from spraylab.output import write_marker
+
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_marker(self.root, "sweep", ["sweep.json", "log.jsonl", "runs", ".lock", "report"])
+
     def read_index(self) -> dict[str, Any]:
+        """The index, checked for the shape readers rely on (a bad one is one :class:`StoreError` line)."""
         try:
-            return json.loads(self.index_path.read_text())
+            index = json.loads(self.index_path.read_text())
         except FileNotFoundError:
             raise StoreError(f"{self.root}: not a sweep results directory (no sweep.json)") from None
-        except ValueError as exc:
-            raise StoreError(f"{self.index_path}: unreadable index ({exc})") from None
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"{self.index_path}: unreadable index ({_one_line(exc)})") from None
+        problem = _index_problem(index)
+        if problem:
+            raise StoreError(f"{self.index_path}: malformed index: {problem}")
+        return index
 
     def log(self, event: str, **fields: Any) -> None:
         """Append one JSON line to the journal (a line is written with one ``write`` call)."""
@@ -280,7 +297,7 @@ class Store:
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """Exclusive write access for one sweep process (released by the kernel if it dies)."""
-        self.root.mkdir(parents=True, exist_ok=True)
+        self._mark()
         fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             try:
@@ -295,6 +312,37 @@ class Store:
             yield
         finally:
             os.close(fd)
+
+
+def _index_problem(index: Any) -> str | None:
+    """What is wrong with a parsed ``sweep.json``, or None."""
+    if not isinstance(index, dict):
+        return f"expected a JSON object, got {type(index).__name__}"
+    axes, points = index.get("axes"), index.get("points")
+    if not isinstance(axes, list) or not all(
+        isinstance(a, dict) and isinstance(a.get("key"), str) and isinstance(a.get("labels"), list)
+        for a in axes
+    ):
+        return "'axes' must be a list of {key, values, labels}"
+    keys = [a["key"] for a in axes]
+    if not isinstance(points, list):
+        return "'points' must be a list"
+    for i, p in enumerate(points):
+        if not (
+            isinstance(p, dict)
+            and isinstance(p.get("key"), str)
+            and len(p["key"]) == KEY_CHARS
+            and all(c in "0123456789abcdef" for c in p["key"])
+            and all(isinstance(p.get(f), dict) and all(k in p[f] for k in keys) for f in ("values", "labels"))
+        ):
+            return f"point {i} must have a key ({KEY_CHARS} hex digits) and a value and label for every axis ({', '.join(keys)})"
+    if not isinstance(index.get("name", ""), str):
+        return "'name' must be a string"
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _write_json(path: Path, data: Any) -> None:

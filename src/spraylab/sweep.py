@@ -38,11 +38,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from spraylab import provenance
 from spraylab.budget import check as check_budget
 from spraylab.budget import check_sweep_points
 from spraylab.config import Scenario, ScenarioError, apply_override, read_toml, validate
 from spraylab.executors import Executor, Outcome, make_executor
-from spraylab.store import Store, scenario_key
+from spraylab.store import RESULT_STATUSES, Store, StoreError, scenario_key
 
 SWEEP_KEYS = ("name", "base", "baseline", "axes")
 SEED_AXIS = "run.seed"
@@ -350,6 +351,8 @@ class SweepOutcome:
     done: int = 0
     failed: int = 0
     skipped: int = 0
+    incomplete: int = 0  # runs of this invocation whose workload did not finish
+    incomplete_kept: int = 0  # skipped runs that are stored as incomplete
     interrupted: bool = False
     failures: list[tuple[Point, dict[str, Any]]] = field(default_factory=list)
     executed: list[str] = field(default_factory=list)  # keys run in this invocation
@@ -357,10 +360,20 @@ class SweepOutcome:
 
     @property
     def not_run(self) -> int:
-        return self.total - self.done - self.failed - self.skipped
+        return self.total - self.done - self.incomplete - self.failed - self.skipped
+
+    @property
+    def any_incomplete(self) -> bool:
+        """Some point of the sweep (run now or kept from before) has no complete result."""
+        return bool(self.incomplete or self.incomplete_kept)
 
     def line(self) -> str:
-        text = f"{self.total} runs: {self.done} done, {self.failed} failed, {self.skipped} skipped"
+        unfinished = f"{self.incomplete} incomplete, " if self.incomplete else ""
+        text = (
+            f"{self.total} runs: {self.done} done, {unfinished}{self.failed} failed, {self.skipped} skipped"
+        )
+        if self.incomplete_kept:
+            text += f" ({self.incomplete_kept} of them incomplete)"
         if self.interrupted:
             text = f"interrupted: {text}, {self.not_run} not run"
         return text
@@ -377,17 +390,63 @@ class SweepEvents:
 
     def finished(self, point: Point, outcome: Outcome) -> None: ...
 
+    def tick(self) -> None:
+        """Called after every poll of the executor (about every ``poll_s``), runs finished or not."""
+
     def stop(self) -> None: ...
 
 
-def plan(sweep: Sweep, store: Store, force: bool = False) -> tuple[list[Point], list[Point]]:
-    """(points to run, points already complete in the store)."""
+def check_store(sweep: Sweep, store: Store) -> None:
+    """Refuse a store that holds another sweep (another name or other axes): its index would be
+    silently taken over. A malformed index is refused too (:class:`StoreError`, one line)."""
+    if not store.exists():
+        return
+    index = store.read_index()
+    theirs = (index.get("name"), [a["key"] for a in index["axes"]])
+    ours = (sweep.name, list(sweep.axes))
+    if theirs != ours:
+        raise StoreError(
+            f"{store.root}: holds the results of sweep {theirs[0]!r} (axes {', '.join(theirs[1])}), "
+            f"not of sweep {ours[0]!r} (axes {', '.join(ours[1])}); give another --out"
+        )
+
+
+@dataclass
+class Plan:
+    """What a sweep invocation will do with each point."""
+
+    todo: list[Point]
+    have: list[Point]  # kept: a stored result (complete or incomplete) made by this version
+    incomplete: list[Point] = field(default_factory=list)  # of ``have``: stored as incomplete
+    other_version: list[Point] = field(default_factory=list)  # stored by another version (rerun or kept)
+
+    def __iter__(self) -> Any:  # ``todo, have = plan(...)``
+        return iter((self.todo, self.have))
+
+
+def plan(sweep: Sweep, store: Store, force: bool = False, reuse_other_versions: bool = False) -> Plan:
+    """Points to run and points kept from the store. A stored result is kept unless ``force``;
+    one made by another spraylab version (or commit) is rerun unless ``reuse_other_versions``."""
+    check_store(sweep, store)
     if force:
-        return list(sweep.points), []
-    todo, have = [], []
+        return Plan(list(sweep.points), [])
+    result = Plan([], [])
+    now = provenance.current()
     for point in sweep.points:
-        (have if store.status(point.key) == "done" else todo).append(point)
-    return todo, have
+        status = store.status(point.key)
+        if status not in RESULT_STATUSES:
+            result.todo.append(point)
+            continue
+        summary = store.summary(point.key)
+        if not provenance.same_version(summary, now):
+            result.other_version.append(point)
+            if not reuse_other_versions:
+                result.todo.append(point)
+                continue
+        result.have.append(point)
+        if status == "incomplete":
+            result.incomplete.append(point)
+    return result
 
 
 def run_sweep(
@@ -399,19 +458,28 @@ def run_sweep(
     force: bool = False,
     events: SweepEvents | None = None,
     poll_s: float = 0.5,
+    reuse_other_versions: bool = False,
 ) -> SweepOutcome:
-    """Run the points of ``sweep`` that are not complete in the store at ``out``.
+    """Run the points of ``sweep`` that have no result in the store at ``out`` (see :func:`plan`).
+    Runs whose workload did not finish are stored as incomplete (``SweepOutcome.incomplete``).
 
     Failed runs are recorded in the store (``error.json``) and retried by the next invocation;
     the sweep goes on. Ctrl-C stops it: runs in flight are abandoned, finished ones are kept."""
     store = Store(out)
     events = events or SweepEvents()
     start = time.perf_counter()
+    from spraylab.output import check_target
+
+    check_target(store.root, "sweep")
+    check_store(sweep, store)
     with store.lock():
         store.remove_stale()
         store.write_index(sweep.index())
-        todo, have = plan(sweep, store, force)
-        outcome = SweepOutcome(total=len(sweep.points), skipped=len(have))
+        planned = plan(sweep, store, force, reuse_other_versions)
+        todo, have = planned
+        outcome = SweepOutcome(
+            total=len(sweep.points), skipped=len(have), incomplete_kept=len(planned.incomplete)
+        )
         session = uuid.uuid4().hex[:12]
         if not todo:
             outcome.wall_s = time.perf_counter() - start
@@ -434,6 +502,7 @@ def run_sweep(
                     point = pending.pop(handle)
                     _record(store, point, result, outcome, session, executor_name)
                     events.finished(point, result)
+                events.tick()
         except KeyboardInterrupt:
             outcome.interrupted = True
             cancel = True
@@ -460,13 +529,19 @@ def _record(
         )
     if result.result is not None:
         store.write_result(point.key, result.result, timing)
-        outcome.done += 1
+        summary = result.result.summary
+        finished = bool(summary.get("completed", True))
+        if finished:
+            outcome.done += 1
+        else:
+            outcome.incomplete += 1
         store.log(
-            "run-done",
+            "run-done" if finished else "run-incomplete",
             session=session,
             key=point.key,
             point=point.label,
-            wall_s=result.result.summary.get("wall_s"),
+            wall_s=summary.get("wall_s"),
+            stop_reason=summary.get("stop_reason"),
         )
     else:
         error = {**(result.error or {}), "point": point.values, "timing": timing}
@@ -481,6 +556,7 @@ def _counts(outcome: SweepOutcome) -> dict[str, Any]:
     return {
         "total": outcome.total,
         "done": outcome.done,
+        "incomplete": outcome.incomplete,
         "failed": outcome.failed,
         "skipped": outcome.skipped,
         "interrupted": outcome.interrupted,
@@ -500,7 +576,8 @@ class StoredPoint:
 
 
 def stored_points(store: Store, check: Callable[[str], str] | None = None) -> list[StoredPoint]:
-    """The points of the store's index with their current status (done, failed, missing, corrupt)."""
+    """The points of the store's index with their current status (done, incomplete, failed, missing,
+    corrupt)."""
     index = store.read_index()
     order = [axis["key"] for axis in index["axes"]]  # JSON objects come back sorted: restore axis order
     status = check or store.status

@@ -51,24 +51,35 @@ FLOW_DROP_COLUMNS = tuple(f"drops_{name}" for name in DROP_CAUSES)
 LINK_DROP_COLUMNS = tuple(f"drops_{DROP_CAUSES[c]}" for c in PORT_CAUSES)
 FLOW_COLUMNS = (
     "flow_id", "src", "dst", "group", "size_bytes", "start_ps", "finish_ps", "fct_ps", "ideal_fct_ps",
-    "fct_bound_ps", "slowdown", "throughput_bps", "completed", "acked_ps", "packets_sent", "retx_packets",
+    "fct_bound_ps", "slowdown", "throughput_bps", "completed", "censored", "acked_ps", "packets_sent", "retx_packets",
     "spurious_retx", "nacks", "cnps", "ooo_arrivals", "max_reorder", "psn_window", "discards", "timeouts",
     "drops", *FLOW_DROP_COLUMNS, "size_bucket",
 )  # fmt: skip
 # dtypes of the columns that hold no int (an empty table keeps them through Parquet)
-_FLOW_DTYPES = {"group": "object", "slowdown": "float64", "throughput_bps": "float64", "completed": "bool"}
+_FLOW_DTYPES = {
+    "group": "object",
+    "slowdown": "float64",
+    "throughput_bps": "float64",
+    "completed": "bool",
+    "censored": "bool",
+}
 _FLOW_DTYPES["size_bucket"] = "object"
 
 
 def flow_table(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> pd.DataFrame:
     """One row per flow. ``slowdown`` = FCT / ``fct_bound_ps`` (``spraylab.metrics.fct_bound``),
     a lower bound whatever the scheme: never below 1, and not clamped, so a bound that failed
-    would show. ``ideal_fct_ps`` is the flow alone on the idle fabric along one path."""
+    would show. ``ideal_fct_ps`` is the flow alone on the idle fabric along one path.
+
+    A flow unfinished when the run ended is *censored*: its FCT is known only to be at least the
+    run's end minus its start, and that lower bound is what ``fct_ps`` and ``slowdown`` hold
+    (``censored`` = True, ``finish_ps`` = -1), so statistics never drop it."""
+    end_ps = net.sim.now
     rows: dict[str, list[Any]] = {name: [] for name in FLOW_COLUMNS}
     for qp, ideal, bound in zip(net.qps, ideal_ps, bound_ps):
         rx = qp.rx
         done = rx.finish_ps >= 0
-        fct = rx.finish_ps - qp.start_ps if done else -1
+        fct = rx.finish_ps - qp.start_ps if done else max(0, end_ps - qp.start_ps)
         rows["flow_id"].append(qp.flow_id)
         rows["src"].append(qp.src)
         rows["dst"].append(qp.dst)
@@ -79,9 +90,10 @@ def flow_table(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> pd.Dat
         rows["fct_ps"].append(fct)
         rows["ideal_fct_ps"].append(ideal)
         rows["fct_bound_ps"].append(bound)
-        rows["slowdown"].append(fct / bound if done and bound > 0 else float("nan"))
+        rows["slowdown"].append(fct / bound if bound > 0 else float("nan"))
         rows["throughput_bps"].append(qp.spec.size_bytes * 8e12 / fct if done and fct > 0 else float("nan"))
         rows["completed"].append(done)
+        rows["censored"].append(not done)
         rows["acked_ps"].append(qp.acked_ps)
         rows["packets_sent"].append(qp.sent_packets)
         rows["retx_packets"].append(qp.retx_packets)
@@ -151,7 +163,7 @@ def uplink_imbalance(net: Network) -> tuple[float, float]:
 
 
 GROUP_COLUMNS = (
-    "group", "kind", "flows", "ranks", "size_bytes", "completed", "cct_ps", "algbw_bps", "busbw_bps",
+    "group", "kind", "flows", "ranks", "size_bytes", "completed", "censored", "cct_ps", "algbw_bps", "busbw_bps",
 )  # fmt: skip
 
 
@@ -163,7 +175,9 @@ def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFra
             continue
         done = bool(part["completed"].all())
         start = int(part["start_ps"].min())
-        cct = int(part["finish_ps"].max() - start) if done else -1
+        # start + fct is a flow's finish, or for a censored flow the run's end: an unfinished
+        # group's CCT is censored too (at least the run's end minus its start)
+        cct = int((part["start_ps"] + part["fct_ps"]).max() - start)
         row: dict[str, Any] = {
             "group": name,
             "kind": info.kind,
@@ -171,6 +185,7 @@ def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFra
             "ranks": info.ranks,
             "size_bytes": info.size_bytes,
             "completed": done,
+            "censored": not done,
             "cct_ps": cct,
             "algbw_bps": float("nan"),
             "busbw_bps": float("nan"),
@@ -191,14 +206,18 @@ def summarize(
     run_info: dict[str, Any],
 ) -> dict[str, Any]:
     done = flows[flows["completed"]]
-    fct = done["fct_ps"].to_numpy(dtype=float)
-    slow = done["slowdown"].to_numpy(dtype=float)
+    # FCT and slowdown statistics cover every flow; a censored flow counts with its lower bound.
+    fct = flows["fct_ps"].to_numpy(dtype=float)
+    slow = flows["slowdown"].to_numpy(dtype=float)
+    slow = slow[~np.isnan(slow)]
+    censored = int(flows["censored"].sum())
     sent = int(flows["packets_sent"].sum())
     imbalance_max, imbalance_mean = uplink_imbalance(net)
     summary: dict[str, Any] = {
         **run_info,
         "flows": len(flows),
         "flows_completed": len(done),
+        "flows_censored": censored,
         "fct_mean_ps": float(fct.mean()) if len(fct) else None,
         "fct_p50_ps": percentile(fct, 50),
         "fct_p99_ps": percentile(fct, 99),
@@ -206,7 +225,7 @@ def summarize(
         "slowdown_mean": float(slow.mean()) if len(slow) else None,
         "slowdown_p50": percentile(slow, 50),
         "slowdown_p99": percentile(slow, 99),
-        "completion_ps": int(done["finish_ps"].max() - flows["start_ps"].min()) if len(done) else None,
+        "completion_ps": _completion_ps(flows, done, net.sim.now, censored),
         "goodput_bps": _goodput(done),
         "mean_flow_throughput_bps": float(done["throughput_bps"].mean()) if len(done) else None,
         "packets_sent": sent,
@@ -237,7 +256,7 @@ def summarize(
         "nack_wire_bytes": NACK_WIRE_BYTES,
         "cnp_wire_bytes": CNP_WIRE_BYTES,
     }
-    for bucket, part in done.groupby("size_bucket"):
+    for bucket, part in flows.groupby("size_bucket"):
         summary[f"slowdown_mean[{bucket}]"] = float(part["slowdown"].mean())
         summary[f"slowdown_p99[{bucket}]"] = percentile(part["slowdown"].to_numpy(dtype=float), 99)
     if not groups.empty:
@@ -248,6 +267,15 @@ def summarize(
     for key, value in net.lb.stats().items():
         summary[f"lb.{key}"] = value
     return summary
+
+
+def _completion_ps(flows: pd.DataFrame, done: pd.DataFrame, end_ps: int, censored: int) -> int | None:
+    """Last finish minus first start; with censored flows, a lower bound: the run's end minus first start."""
+    if flows.empty:
+        return None
+    if censored:
+        return int(end_ps - flows["start_ps"].min())
+    return int(done["finish_ps"].max() - flows["start_ps"].min())
 
 
 def _goodput(done: pd.DataFrame) -> float | None:

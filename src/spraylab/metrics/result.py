@@ -1,17 +1,14 @@
 """The outcome of one run: per-flow, per-link and per-group tables plus a summary.
 
-Saved as Parquet tables and JSON (scenario, summary) in one directory, written atomically:
-everything goes to a temporary sibling directory that is renamed into place, so a reader
-never sees a half-written result.
+Saved as Parquet tables and JSON (scenario, summary) in one directory, written atomically by
+:func:`spraylab.output.write_dir`: everything goes to a temporary sibling directory that is renamed
+into place, so a reader never sees a half-written result.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,27 +37,19 @@ class Result:
     groups: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     def save(self, directory: str | Path) -> Path:
-        """Write the result to ``directory`` atomically (replacing an older result there)."""
-        target = Path(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-        try:
-            self.flows.to_parquet(tmp / "flows.parquet", index=False)
-            self.links.to_parquet(tmp / "links.parquet", index=False)
-            self.groups.to_parquet(tmp / "groups.parquet", index=False)
-            _write_json(tmp / "summary.json", self.summary)
-            _write_json(tmp / "scenario.json", self.scenario)
-            if target.exists():
-                old = target.with_name(f".{target.name}.old-{os.getpid()}")
-                os.replace(target, old)
-                os.replace(tmp, target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return target
+        """Write the result to ``directory`` atomically, replacing an older spraylab result there;
+        a directory holding anything else is refused (:class:`spraylab.output.OutputError`)."""
+        from spraylab.output import write_dir
+
+        return write_dir(directory, "run", self.write_files, option="directory")
+
+    def write_files(self, directory: Path) -> None:
+        """The result's files (:data:`RESULT_FILES`), written into an existing directory."""
+        self.flows.to_parquet(directory / "flows.parquet", index=False)
+        self.links.to_parquet(directory / "links.parquet", index=False)
+        self.groups.to_parquet(directory / "groups.parquet", index=False)
+        _write_json(directory / "summary.json", self.summary)
+        _write_json(directory / "scenario.json", self.scenario)
 
     @classmethod
     def load(cls, directory: str | Path) -> Result:
