@@ -17,14 +17,17 @@ The planner reaches it up to one packet per server pair, each server using local
    (M - 1) packets of the bound (M servers), whatever the matrix. Rotating the start by (d + f)
    matters: rounding every pair alike (a fixed tie-break) would put all senders' leftovers on the
    same receive NICs, and it keeps the typical excess to one or two packets.
-2. **Chunks.** Each share is one chunk when it fits ``chunk_bytes`` (the largest chunk), otherwise
-   it is cut into the fewest chunks of at most ``chunk_bytes``, equal in whole packets. Chunk sizes
-   thus follow the per-pair volume; no chunk ends in a partial packet except a pair's last one, so
-   the plan's wire bytes are within one header per chunk of the framed lower bound.
-3. **Order.** A rail's chunks are sent in the order of their middle's position inside their share
-   (a share's k chunks at 1/2k, 3/2k, ...: every destination is spread over the whole list), ties in
-   the shifted destination order d + 1, d + 2, ... so that at any moment the senders of a rail aim
-   at different receivers, as in a uniform all-to-all's shifted schedule.
+2. **Chunks.** Server d sends in R rounds, R = ceil(its largest share / ``chunk_bytes``), and cuts
+   every share into R chunks (fewer for shares below R x 64 KB, so no chunk is needlessly small;
+   more if one would exceed ``chunk_bytes``), equal in whole packets. Chunk sizes thus follow the
+   per-pair volume (about share / R), and no chunk ends in a partial packet except a share's last
+   one: the plan's wire bytes stay within one header per chunk of the framed lower bound.
+3. **Order.** A rail's chunks go round by round (a chunk belongs to the round holding its middle),
+   inside a round in the shifted destination order d + 1, d + 2, ...: with similar volumes the
+   senders of a rail aim at different receivers at any moment, as in a shifted all-to-all
+   schedule. Cutting every share of a server into the same rounds keeps that alignment; cutting
+   only the shares above ``chunk_bytes`` slid small shares between the pieces of large ones,
+   skewed the senders' schedules against each other and cost 0.1 T* on skewed MoE dispatch.
 4. **GPU pairs.** The chunks of (d, f) are mapped onto GPU pairs by cutting the byte stream of the
    pairs (source GPU major, then destination GPU) in posting order (by bytes before the chunk on
    its rail, then by rail): a chunk that straddles two pairs becomes two entries. Per (src_gpu,
@@ -188,7 +191,7 @@ def plan_rails(
     chunks: list[list[list[RailChunk]]] = []
     rail_chunks: list[list[list[tuple[int, int]]]] = []
     for d in range(n_servers):
-        rounds = _rounds(shares[d], chunk_bytes)
+        rounds = _rounds(shares[d], chunk_bytes, mtu_bytes)
         per_rail = [_rail_list(d, shares[d, :, n], rounds, chunk_bytes, mtu_bytes) for n in range(n_rails)]
         for n, lst in enumerate(per_rail):
             for f, size in lst:
@@ -266,9 +269,12 @@ def rail_loads_for_strategy(d1: np.ndarray, n_rails: int, strategy: str) -> NicL
 # --- planning steps --------------------------------------------------------------------------------
 
 
-def _rounds(shares: np.ndarray, chunk: int) -> int:
-    """Rounds of a server's rail lists: enough that its largest share fits ``chunk`` per round."""
-    return max(1, -(-int(shares.max(initial=0)) // chunk))
+def _rounds(shares: np.ndarray, chunk: int, mtu: int) -> int:
+    """Rounds of a server's rail lists: as many chunks as its largest share needs (counted in
+    whole packets per chunk, as :func:`_cut` cuts)."""
+    unit = mtu if chunk >= mtu else 1
+    units = -(-int(shares.max(initial=0)) // unit)
+    return max(1, -(-units // (chunk // unit)))
 
 
 def _rail_list(d: int, shares: np.ndarray, rounds: int, chunk: int, mtu: int) -> list[tuple[int, int]]:
@@ -281,17 +287,21 @@ def _rail_list(d: int, shares: np.ndarray, rounds: int, chunk: int, mtu: int) ->
         if share == 0:
             continue
         pieces = min(rounds, -(-share // smallest))
-        for i, size in enumerate(_cut(share, pieces, mtu)):
-            keyed.append(((2 * i + 1) * rounds // (2 * pieces), rank, f, size))
+        sizes = _cut(share, pieces, chunk, mtu)
+        for i, size in enumerate(sizes):
+            # piece i of p sits in the round holding its middle: the pieces span all rounds
+            keyed.append(((2 * i + 1) * rounds // (2 * len(sizes)), rank, f, size))
     keyed.sort()
     return [(f, size) for _, _, f, size in keyed]
 
 
-def _cut(share: int, pieces: int, mtu: int) -> list[int]:
-    """``share`` bytes as ``pieces`` chunks equal in whole packets (the partial packet, if any,
-    ends the last one); shares of fewer packets than pieces are cut in bytes instead."""
-    unit = mtu if share >= pieces * mtu else 1
+def _cut(share: int, pieces: int, chunk: int, mtu: int) -> list[int]:
+    """``share`` bytes as ``pieces`` chunks (more if one would exceed ``chunk``), equal in whole
+    packets, the partial packet (if any) ending the last one. Shares or chunks smaller than a
+    packet per piece are cut in bytes instead."""
+    unit = mtu if chunk >= mtu and share >= pieces * mtu else 1
     units = -(-share // unit)
+    pieces = max(pieces, -(-units // (chunk // unit)))
     base, extra = divmod(units, pieces)
     sizes = [(base + (i < extra)) * unit for i in range(pieces)]
     sizes[-1] -= units * unit - share
@@ -330,11 +340,12 @@ def _split_onto_gpus(
 
 def _pair_stream(d: int, f: int, block: np.ndarray, n_rails: int) -> list[list[int]]:
     """Non-zero GPU pairs of server d -> server f, source GPU major, reversed so pop() takes the next."""
+    rows = block.tolist()
     pairs = [
-        [d * n_rails + n, f * n_rails + m, int(block[n, m])]
+        [d * n_rails + n, f * n_rails + m, rows[n][m]]
         for n in range(n_rails)
         for m in range(n_rails)
-        if block[n, m] > 0
+        if rows[n][m] > 0
     ]
     pairs.reverse()
     return pairs
