@@ -52,9 +52,7 @@ class LinkEvent(Section):
     loss_rate: float = Field(default=0.0, ge=0, lt=1)
     convergence: TimePs = 0
     parallel: int | None = Field(
-        default=None,
-        ge=0,
-        description="only the n-th (0-based) of parallel links between the two; default all",
+        default=None, ge=0, description="only the n-th (0-based) of parallel links between the two; default all"
     )
 
     @model_serializer(mode="wrap")
@@ -235,9 +233,7 @@ class LbSection(BaseModel):
                 value, msgs = problems.setdefault(key, (error.get("input"), []))
                 msgs.append(msg if not msgs else msg.removeprefix("Input should be "))
             raise ValueError(
-                "; ".join(
-                    f"lb.{key} = {value!r}: {', or '.join(msgs)}" for key, (value, msgs) in problems.items()
-                )
+                "; ".join(f"lb.{key} = {value!r}: {', or '.join(msgs)}" for key, (value, msgs) in problems.items())
             ) from None
         return self
 
@@ -353,7 +349,7 @@ class MoeWorkload(Section):
     phase: Literal["dispatch", "combine", "both"] = "dispatch"
     expert_compute: TimePs = 0  # phase "both": combine starts this long after the dispatch ends
     strategy: RailStrategy = "rails"
-    chunk: PositiveBytes = 512_000  # RailS chunk size (strategy "rails")
+    chunk: PositiveBytes = 512_000  # RailS largest chunk (strategy "rails"); sizes follow per-pair volume
     chunk_overhead: TimePs = 0  # RailS: each rail's sender posts at most one chunk per this time
     start: TimePs = 0
 

@@ -48,9 +48,7 @@ class RunProgress:
                 transient=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task(
-                "run", total=1.0, label=self.label, sim_time="", rate="", flows=""
-            )
+            self._task = self._progress.add_task("run", total=1.0, label=self.label, sim_time="", rate="", flows="")
         fraction = sim.now / self.time_limit_ps
         flows = ""
         net = self.net
@@ -72,9 +70,7 @@ class RunProgress:
     def __enter__(self) -> RunProgress:
         return self
 
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None

@@ -221,22 +221,14 @@ def _goodput(done: pd.DataFrame) -> float | None:
     receivers: near line rate means receivers were kept busy."""
     if done.empty:
         return None
-    spans = done.groupby("dst").agg(
-        bytes=("size_bytes", "sum"), start=("start_ps", "min"), end=("finish_ps", "max")
-    )
+    spans = done.groupby("dst").agg(bytes=("size_bytes", "sum"), start=("start_ps", "min"), end=("finish_ps", "max"))
     spans = spans[spans["end"] > spans["start"]]
     if spans.empty:
         return None
     return float((spans["bytes"] * 8e12 / (spans["end"] - spans["start"])).mean())
 
 
-def collect(
-    net: Network,
-    ideal_ps: list[int],
-    groups: dict[str, GroupInfo],
-    scenario: dict[str, Any],
-    run_info: dict[str, Any],
-) -> Result:
+def collect(net: Network, ideal_ps: list[int], groups: dict[str, GroupInfo], scenario: dict[str, Any], run_info: dict[str, Any]) -> Result:
     duration = max(1, net.sim.now)
     flows = flow_table(net, ideal_ps)
     links = link_table(net, duration)

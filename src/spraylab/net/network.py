@@ -111,9 +111,7 @@ class Network:
         ecn = None
         if is_switch and sp.ecn:
             scale = rate_bps / 100e9
-            ecn = EcnConfig(
-                int(sp.ecn_kmin_bytes_per_100g * scale), int(sp.ecn_kmax_bytes_per_100g * scale), sp.ecn_pmax
-            )
+            ecn = EcnConfig(int(sp.ecn_kmin_bytes_per_100g * scale), int(sp.ecn_kmax_bytes_per_100g * scale), sp.ecn_pmax)
         port = cls(self.sim, f"{owner.name}->{peer.name}", owner, rate_bps, delay_ps, ecn, self.port_rng)
         owner.ports.append(port)
         if is_switch:
@@ -197,9 +195,7 @@ class Network:
         if parallel is None:
             return forward + backward
         if not 0 <= parallel < len(forward):
-            raise IndexError(
-                f"{a!r} and {b!r} have {len(forward)} parallel link(s): index 0..{len(forward) - 1}"
-            )
+            raise IndexError(f"{a!r} and {b!r} have {len(forward)} parallel link(s): index 0..{len(forward) - 1}")
         return [forward[parallel], backward[parallel]]
 
     def schedule_link_down(
@@ -220,9 +216,7 @@ class Network:
 
         self.sim.at(at_ps, down)
 
-    def schedule_link_rate(
-        self, at_ps: int, a: str, b: str, fraction: float, parallel: int | None = None
-    ) -> None:
+    def schedule_link_rate(self, at_ps: int, a: str, b: str, fraction: float, parallel: int | None = None) -> None:
         ports = self.ports_between(a, b, parallel)
 
         def degrade(_: Any) -> None:

@@ -17,7 +17,8 @@ goes GPU to GPU over NVLink, one message per pair. The four strategies (``SCHEME
     NVLink (one message per (n, m, f)), and GPU (d,m) sends one rail message (d,m) -> (f,m)
     carrying what all of server d has for (f,m), once those NVLink messages have arrived.
 ``rails`` (RailS)
-    The LPT plan of :func:`spraylab.rails.planner.plan_rails`. Each chunk on rail r from server d
+    The plan of :func:`spraylab.rails.planner.plan_rails` (per-pair rail shares within a packet
+    of D2 / N, cut into chunks of at most ``chunk_bytes``). Each chunk on rail r from server d
     to server f is one rail message (d,r) -> (f,r); the bytes of the chunk that start on another
     GPU first move to (d,r) over NVLink (one message per source GPU and chunk), and the bytes for
     GPUs other than (f,r) move on over NVLink after the chunk arrived (one message per
@@ -34,8 +35,8 @@ How ``rails`` sends its plan (choices of this model, see docs/rails.md):
   the schedule); ``chunk_overhead_ps`` adds a per-chunk cost (the sender of each rail posts at
   most one chunk per that time; 0 by default) to model what fine chunks cost a NIC or its proxy.
 * **NVLink relaying.** A chunk's NVLink pieces start ``lead_ps`` before its post time (default:
-  two NVLink latencies plus twice the chunk's NVLink serialization); the rail message waits for
-  them. Which GPU pairs a chunk carries is open in the rail-level plan; this module fills chunks
+  two NVLink latencies plus twice the largest chunk's NVLink serialization); the rail message
+  waits for them. Which GPU pairs a chunk carries is open in the rail-level plan; this module fills chunks
   in posting order with bytes of the rail's own GPU first (no NVLink hop before the NIC; its
   bytes for the destination rail GPU first, no hop after it either), then the same share of every
   remaining GPU pair. The planner's own source-major cut (every first chunk drawn from GPU 0)
@@ -117,8 +118,9 @@ class RailLinks:
     def base_rtt_ps(self, packet_bytes: int = WIRE_PACKET_BYTES) -> int:
         """Round trip of a relayed message on the idle fabric: NVLink in, the rail, NVLink out
         (six hops), each crossed by one packet's propagation plus its serialization (store and
-        forward), there and back. Completion-time bounds allow T* plus this: the last byte
-        cannot arrive before the first one has crossed, and the phase ends with a relay."""
+        forward), there and back. Completion-time checks allow T* plus this: T* counts only the
+        NICs' serialization, while a relayed all-to-all also waits for its first chunk to reach
+        the NIC over NVLink and for the last one to cross the rail and NVLink to its GPU."""
         return 2 * (self.rail_one_way_ps(packet_bytes) + 2 * self.nvlink_one_way_ps(packet_bytes))
 
     def default_nvlink_lead_ps(self, chunk_bytes: int) -> int:
