@@ -35,10 +35,16 @@ class MatrixRun:
 
 
 def rail_scenario(n_servers: int, gpus_per_server: int, **sections: dict[str, Any]) -> Scenario:
-    """The rail fabric of ``scenarios/rails/``: 400 Gb/s NICs, 3.6 Tb/s NVLink, 1 us links, one
-    spine per rail leaf uplink (1:1), lossless, line-rate senders, reorder-tolerant NICs."""
+    """The rail fabric of ``scenarios/rails/``: 400 Gb/s NICs, 3.6 Tb/s NVLink, 1 us links, as
+    many spines as servers (rail leaf uplinks 1:1), lossless, line-rate senders, reorder-tolerant
+    NICs; ``sections`` update any of it (``topology={"spines": 4}``)."""
     data: dict[str, Any] = {
-        "topology": {"kind": "rail", "servers": n_servers, "gpus_per_server": gpus_per_server, "spines": 8},
+        "topology": {
+            "kind": "rail",
+            "servers": n_servers,
+            "gpus_per_server": gpus_per_server,
+            "spines": n_servers,
+        },
         "switch": {"lossless": True},
         "transport": {"cc": "none", "recovery": "ideal"},
         "workload": {"kind": "rail_alltoall", "size": 1},  # unused: the matrix replaces it
