@@ -85,11 +85,9 @@ class Point:
 
 def measure(point: Point) -> dict[str, Any]:
     """Run one point; return CCT, busbw, bounds and run statistics per phase."""
-    import numpy as np
-
     import spraylab
     from spraylab.config import validate
-    from spraylab.rails.planner import plan_rails, rail_loads_for_strategy
+    from spraylab.rails.planner import plan_rails, rail_loads_for_strategy, wire_bytes
     from spraylab.workload import moe
     from spraylab.workload.build import MOE_PRESETS, rail_phase_matrices
 
@@ -113,7 +111,7 @@ def measure(point: Point) -> dict[str, Any]:
             planned = plan.planned_time_ps(topo.nic_rate)
         else:
             loads = rail_loads_for_strategy(d1, n, w.strategy)
-            planned = -(-loads.max_load_bytes * 8 * 10**12 // topo.nic_rate)
+            planned = -(-wire_bytes(loads.max_load_bytes) * 8 * 10**12 // topo.nic_rate)  # framed, as T*
         phases[phase or "alltoall"] = {
             "cct_ps": int(row["cct_ps"]),
             "busbw_bps": float(row["busbw_bps"]),
@@ -121,7 +119,7 @@ def measure(point: Point) -> dict[str, Any]:
             "t_star_ps": plan.t_star_ps(topo.nic_rate),
             "nic_bound_ps": int(planned),
             "server_bytes": plan.busiest_server_bytes,
-            "chunks_per_server": int(np.ceil(plan.d2.sum(axis=1) / w.chunk).max()),
+            "chunks_per_server": plan.max_chunks_per_server,
             # the busiest NVLink port: max over GPUs of the bytes it sends or receives over NVLink
             "nvlink_max_bytes": int(
                 max(

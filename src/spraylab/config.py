@@ -379,7 +379,7 @@ class MoeWorkload(Section):
     phase: Literal["dispatch", "combine", "both"] = "dispatch"
     expert_compute: TimePs = 0  # phase "both": combine starts this long after the dispatch ends
     strategy: RailStrategy = "rails"
-    chunk: PositiveBytes = 512_000  # RailS chunk size (strategy "rails")
+    chunk: PositiveBytes = 512_000  # RailS largest chunk (strategy "rails"); sizes follow per-pair volume
     chunk_overhead: TimePs = 0  # RailS: each rail's sender posts at most one chunk per this time
     start: TimePs = 0
 

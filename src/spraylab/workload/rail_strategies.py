@@ -17,7 +17,8 @@ goes GPU to GPU over NVLink, one message per pair. The four strategies (``docs/s
     NVLink (one message per (n, m, f)), and GPU (d,m) sends one rail message (d,m) -> (f,m)
     carrying what all of server d has for (f,m), once those NVLink messages have arrived.
 ``rails`` (RailS)
-    The LPT plan of :func:`spraylab.rails.planner.plan_rails`. Each chunk on rail r from server d
+    The plan of :func:`spraylab.rails.planner.plan_rails` (per-pair rail shares within a packet
+    of D2 / N, cut into chunks of at most ``chunk_bytes``). Each chunk on rail r from server d
     to server f is one rail message (d,r) -> (f,r); the bytes of the chunk that start on another
     GPU first move to (d,r) over NVLink (one message per source GPU and chunk), and the bytes for
     GPUs other than (f,r) move on over NVLink after the chunk arrived (one message per
@@ -34,8 +35,8 @@ How ``rails`` sends its plan (choices of this model, see docs/rails.md):
   the schedule); ``chunk_overhead_ps`` adds a per-chunk cost (the sender of each rail posts at
   most one chunk per that time; 0 by default) to model what fine chunks cost a NIC or its proxy.
 * **NVLink relaying.** A chunk's NVLink pieces start ``lead_ps`` before its post time (default:
-  two NVLink latencies plus twice the chunk's NVLink serialization); the rail message waits for
-  them. Which GPU pairs a chunk carries is open in the rail-level plan; this module fills chunks
+  two NVLink latencies plus twice the largest chunk's NVLink serialization); the rail message
+  waits for them. Which GPU pairs a chunk carries is open in the rail-level plan; this module fills chunks
   in posting order with bytes of the rail's own GPU first (no NVLink hop before the NIC; its
   bytes for the destination rail GPU first, no hop after it either), then the same share of every
   remaining GPU pair. The planner's own source-major cut (every first chunk drawn from GPU 0)
@@ -53,12 +54,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from spraylab.net.framing import data_wire_bytes
-from spraylab.rails.planner import DEFAULT_CHUNK_BYTES, STRATEGIES, RailPlan, plan_rails
+from spraylab.rails.planner import DEFAULT_CHUNK_BYTES, DEFAULT_MTU_BYTES, STRATEGIES, RailPlan, plan_rails
 from spraylab.workload.flows import FlowSpec
 
 if TYPE_CHECKING:
@@ -115,6 +116,14 @@ class RailLinks:
         """GPU -> NVLink switch -> GPU."""
         return 2 * (self.nvlink_delay_ps + _ser_ps(packet_bytes, self.nvlink_rate_bps))
 
+    def base_rtt_ps(self, packet_bytes: int = WIRE_PACKET_BYTES) -> int:
+        """Round trip of a relayed message on the idle fabric: NVLink in, the rail, NVLink out
+        (six hops), each crossed by one packet's propagation plus its serialization (store and
+        forward), there and back. Completion-time checks allow T* plus this: T* counts only the
+        NICs' serialization, while a relayed all-to-all also waits for its first chunk to reach
+        the NIC over NVLink and for the last one to cross the rail and NVLink to its GPU."""
+        return 2 * (self.rail_one_way_ps(packet_bytes) + 2 * self.nvlink_one_way_ps(packet_bytes))
+
     def default_nvlink_lead_ps(self, chunk_bytes: int) -> int:
         """How long before a chunk's post time its NVLink pieces start: two NVLink one-way
         latencies plus twice the chunk's NVLink serialization (room for sharing the port)."""
@@ -168,6 +177,7 @@ def rail_flows(
     first_flow_id: int = 0,
     *,
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    mtu_bytes: int = DEFAULT_MTU_BYTES,
     chunk_overhead_ps: int = 0,
     nvlink_window: int | None = None,
     lead_ps: int | None = None,
@@ -194,7 +204,14 @@ def rail_flows(
     elif strategy == "rail_matched":
         _rail_matched(b, d1, links, nvlink_window)
     else:
-        b.out.plan = _rails(b, d1, links, chunk_bytes, lead_ps, chunk_overhead_ps)
+        b.out.plan = _rails(
+            b,
+            d1,
+            links,
+            plan_rails(d1, links.gpus_per_server, chunk_bytes, mtu_bytes),
+            lead_ps,
+            chunk_overhead_ps,
+        )
     return b.out
 
 
@@ -262,20 +279,20 @@ def _rail_matched(b: _Builder, d1: np.ndarray, links: RailLinks, nvlink_window: 
 
 
 def _rails(
-    b: _Builder, d1: np.ndarray, links: RailLinks, chunk_bytes: int, lead_ps: int | None, overhead_ps: int
+    b: _Builder, d1: np.ndarray, links: RailLinks, plan: RailPlan, lead_ps: int | None, overhead_ps: int
 ) -> RailPlan:
     """RailS: each planned chunk is NVLink in -> rail message -> NVLink out, posted on schedule."""
     n = links.gpus_per_server
-    plan = plan_rails(d1, n, chunk_bytes)
     rate = links.nic_rate_bps
-    if lead_ps is None:
-        lead_ps = links.default_nvlink_lead_ps(chunk_bytes)
-    last_hops: list[tuple[int, int, int, int]] = []  # (rail msg id, relay gpu, dst gpu, bytes)
     chunks = {
-        (d, r): _group_chunks(plan.chunks[d][r], n, chunk_bytes)
+        (d, r): [_Chunk(f, size) for f, size in plan.rail_chunks[d][r]]
         for d in range(plan.n_servers)
         for r in range(n)
     }
+    if lead_ps is None:
+        largest = max((c.size for lst in chunks.values() for c in lst), default=0)
+        lead_ps = links.default_nvlink_lead_ps(largest)
+    last_hops: list[tuple[int, int, int, int]] = []  # (rail msg id, relay gpu, dst gpu, bytes)
     longest = max((len(lst) for lst in chunks.values()), default=0)
     offsets = {key: _offsets([c.size for c in lst]) for key, lst in chunks.items()}
     _cut_onto_gpus(d1, n, chunks, longest)
@@ -312,24 +329,6 @@ class _Chunk:
     size: int = 0
     from_gpu: dict[int, int] = field(default_factory=dict)
     to_gpu: dict[int, int] = field(default_factory=dict)
-
-
-def _group_chunks(entries: Sequence[Any], n: int, chunk_bytes: int) -> list[_Chunk]:
-    """Re-assemble a rail's plan entries into chunks.
-
-    The planner cuts each placed chunk into per-GPU-pair entries, consecutive on the rail's list;
-    consecutive entries to one destination server are therefore merged until they reach
-    ``chunk_bytes`` (a full chunk) or the destination changes (the end of a tail chunk).
-    """
-    out: list[_Chunk] = []
-    cur: _Chunk | None = None
-    for e in entries:
-        f = e.dst_gpu // n
-        if cur is None or cur.dst_server != f or cur.size >= chunk_bytes:
-            cur = _Chunk(f)
-            out.append(cur)
-        cur.size += e.bytes
-    return out
 
 
 def _cut_onto_gpus(d1: np.ndarray, n: int, chunks: dict[tuple[int, int], list[_Chunk]], longest: int) -> None:
