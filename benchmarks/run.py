@@ -55,7 +55,9 @@ def measure(path: Path) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("names", nargs="*", help="scenario names (files in benchmarks/ without .toml)")
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -80,7 +82,11 @@ def main() -> None:
             f"(per cpu-s {row['packet_hops_per_cpu_s']:,})  peak memory {row['peak_rss_mb']} MB"
         )
     if args.json:
-        meta = {"python": platform.python_version(), "machine": platform.machine(), "when": time.strftime("%Y-%m-%d")}
+        meta = {
+            "python": platform.python_version(),
+            "machine": platform.machine(),
+            "when": time.strftime("%Y-%m-%d"),
+        }
         args.json.write_text(json.dumps({"meta": meta, "runs": rows}, indent=2) + "\n")
 
 

@@ -23,11 +23,15 @@ def make_net(
     **transport: object,
 ) -> tuple[Simulator, Network]:
     sim = Simulator(seed)
-    net = Network(sim, fabric, SwitchParams(lossless=lossless), TransportParams(**transport), make_lb(lb, lb_params))
+    net = Network(
+        sim, fabric, SwitchParams(lossless=lossless), TransportParams(**transport), make_lb(lb, lb_params)
+    )
     return sim, net
 
 
-def small_leaf_spine(leaves: int = 4, spines: int = 4, hosts_per_leaf: int = 4, rate_gbps: int = 400) -> Fabric:
+def small_leaf_spine(
+    leaves: int = 4, spines: int = 4, hosts_per_leaf: int = 4, rate_gbps: int = 400
+) -> Fabric:
     return leaf_spine(leaves, spines, hosts_per_leaf, rate_gbps * G, rate_gbps * G, 1 * US)
 
 

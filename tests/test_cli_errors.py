@@ -86,7 +86,10 @@ CASES: dict[str, Case] = {
         ("workload.senders", "40"),
     ),
     "collective_field_error_names_the_field": Case(
-        edit('kind = "permutation"\nsize = "64KB"', 'kind = "collective"\ncollective = "alltoall"\nsize = "abc"'),
+        edit(
+            'kind = "permutation"\nsize = "64KB"',
+            'kind = "collective"\ncollective = "alltoall"\nsize = "abc"',
+        ),
         ("workload.size = 'abc'",),
     ),
     "collective_kind_error_names_collective": Case(

@@ -8,12 +8,20 @@ from spraylab.cli import UsageError, load_scenario, parse_variants, variant_scen
 
 
 def test_variants_carry_scheme_parameters_and_recovery() -> None:
-    variants = dict(parse_variants("ecmp,rps/ideal,dfs[reorder_bound_packets=128]/sr,tor_assist[mode=reorder,uplink=random]/gbn"))
+    variants = dict(
+        parse_variants(
+            "ecmp,rps/ideal,dfs[reorder_bound_packets=128]/sr,tor_assist[mode=reorder,uplink=random]/gbn"
+        )
+    )
     assert variants["ecmp"] == {"lb": {"scheme": "ecmp"}}
     assert variants["rps/ideal"] == {"lb": {"scheme": "rps"}, "transport.recovery": "ideal"}
     base = load_scenario("demo", {})
     dfs = variant_scenario(base, variants["dfs[reorder_bound_packets=128]/sr"])
-    assert (dfs.lb.scheme, dfs.lb.params, dfs.transport.recovery) == ("dfs", {"reorder_bound_packets": 128}, "sr")
+    assert (dfs.lb.scheme, dfs.lb.params, dfs.transport.recovery) == (
+        "dfs",
+        {"reorder_bound_packets": 128},
+        "sr",
+    )
     tor = variant_scenario(base, variants["tor_assist[mode=reorder,uplink=random]/gbn"])
     assert tor.lb.params == {"mode": "reorder", "uplink": "random"}
 

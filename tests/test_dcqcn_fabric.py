@@ -38,7 +38,13 @@ class IncastOutcome:
 def incast(n: int, size_bytes: int, lossless: bool) -> IncastOutcome:
     scenario = validate(
         {
-            "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 16, "host_rate": "400Gbps"},
+            "topology": {
+                "kind": "leaf_spine",
+                "leaves": 2,
+                "spines": 2,
+                "hosts_per_leaf": 16,
+                "host_rate": "400Gbps",
+            },
             "switch": {"lossless": lossless},
             "lb": {"scheme": "ecmp"},
             "workload": {"kind": "incast", "size": size_bytes, "senders": n, "receiver": 0},
@@ -97,7 +103,9 @@ def lossy_xfail(measured: str) -> pytest.MarkDecorator:
     ],
     ids=["8MB-lossless", "8MB-lossy", "64MB-lossless"],
 )
-def test_two_long_flows_keep_the_link_busy_and_share_it_fairly(size_mb: int, busy_target: float, lossless: bool) -> None:
+def test_two_long_flows_keep_the_link_busy_and_share_it_fairly(
+    size_mb: int, busy_target: float, lossless: bool
+) -> None:
     out = incast(2, size_mb * 1_000_000, lossless)
     assert out.busy_fraction >= busy_target
     assert out.jain >= 0.95

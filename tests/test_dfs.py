@@ -189,7 +189,11 @@ def scenarios(draw):
             draw(st.integers(1, 100)) * US,
         )
     seed = draw(st.integers(1, 1000))
-    params = {"reorder_bound_packets": bound, "loss_detection": draw(st.sampled_from(["rnic", "dfs"])), "path_aware": draw(st.booleans())}
+    params = {
+        "reorder_bound_packets": bound,
+        "loss_detection": draw(st.sampled_from(["rnic", "dfs"])),
+        "path_aware": draw(st.booleans()),
+    }
     return leaves, spines, hosts_per_leaf, params, bitmap, pairs, sizes, starts, degrade, fail, seed
 
 
@@ -241,7 +245,11 @@ def test_reorder_degree_below_bound_and_no_discards(scenario) -> None:
         # Selective repeat never discards: every PSN sent lies below snd_una + B <= ePSN + W.
         assert rx.discards == 0, f"flow {qp.flow_id} discarded {rx.discards} packets"
         bound = qp.psn_window
-        assert bound <= bitmap if params["reorder_bound_packets"] == "auto" else bound == params["reorder_bound_packets"]
+        assert (
+            bound <= bitmap
+            if params["reorder_bound_packets"] == "auto"
+            else bound == params["reorder_bound_packets"]
+        )
         # A first arrival is never B or more behind the highest PSN seen.
         assert rx.first_reorder < bound, f"flow {qp.flow_id}: reorder {rx.first_reorder} >= B = {bound}"
         if qp.lb_state.sprayed:
@@ -442,7 +450,9 @@ def test_path_aware_entropies_take_disjoint_paths() -> None:
         for qp in qps:
             net.lb.on_flow_start(qp)
             assert qp.lb_state.sprayed and len(qp.lb_state.paths) == 8
-            spines.append({flow_path(net, qp, entropy=p.entropy)[1].peer_owner.name for p in qp.lb_state.paths})
+            spines.append(
+                {flow_path(net, qp, entropy=p.entropy)[1].peer_owner.name for p in qp.lb_state.paths}
+            )
         spread[aware] = [len(s) for s in spines]
     assert spread[True] == [8] * len(spread[True])
     assert sum(n < 8 for n in spread[False]) > len(spread[False]) / 2

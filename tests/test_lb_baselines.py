@@ -163,7 +163,9 @@ def test_wcmp_reweights_when_a_link_goes_down() -> None:
     for lb in ("wcmp", "ecmp"):
         sim, net = make_net(small_leaf_spine(), lb=lb, recovery="ideal", cc="none", rto_ps=50 * US)
         net.add_flows([FlowSpec(1000, 0, 4, 100_000)])  # builds leaf0's groups before the failure
-        net.schedule_link_down(10 * US, "leaf0", "spine2", convergence_ps=10_000 * US)  # no reroute in the run
+        net.schedule_link_down(
+            10 * US, "leaf0", "spine2", convergence_ps=10_000 * US
+        )  # no reroute in the run
         run_flows(sim, net, flows, until_ps=1000 * US)
         drops[lb] = net.dropped_packets
         if lb == "wcmp":
@@ -382,7 +384,11 @@ def test_flowlet_gaps_repick_uplinks() -> None:
     used = {}
     for gap_us in (50.0, 1000.0):
         sim, net = make_net(
-            fabric, lb="flowlet", lb_params={"gap_us": gap_us}, recovery="ideal", window_bytes=data_wire_bytes(4096)
+            fabric,
+            lb="flowlet",
+            lb_params={"gap_us": gap_us},
+            recovery="ideal",
+            window_bytes=data_wire_bytes(4096),
         )
         run_flows(sim, net, [FlowSpec(0, 0, 2, 40 * 4096)])
         used[gap_us] = [p.tx_packets for p in leaf_uplinks(net)]

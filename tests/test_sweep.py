@@ -394,7 +394,9 @@ def test_a_run_that_raises_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> 
     assert report.tables[1].n == {"ecmp": 0, "rps": 0} and report.tables[1].failed == {"ecmp": 1, "rps": 1}
 
 
-@pytest.mark.parametrize("path", sorted((Path(__file__).parents[1] / "scenarios" / "sweeps").glob("*.toml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((Path(__file__).parents[1] / "scenarios" / "sweeps").glob("*.toml")), ids=lambda p: p.stem
+)
 def test_shipped_sweep_files_validate(path: Path) -> None:
     """Every sweep file in scenarios/sweeps/ loads and every point is a valid scenario (build_points
     validates each one), so the commands in their headers run."""

@@ -728,7 +728,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
         "(accept into the bitmap, NACK the gap at once), `ideal` = reorder-tolerant SACK transport (the reference "
         "that spraying 'should' reach). A variant `scheme[param=value]/recovery` is the scenario file with "
         "`lb.scheme`, its parameters and `transport.recovery` replaced (`dfs[B=64]` = DFS with "
-        "`reorder_bound_packets = 64` instead of its default `\"auto\"`, `loss=dfs` = `loss_detection = \"dfs\"`, DFS's own loss detection instead of "
+        '`reorder_bound_packets = 64` instead of its default `"auto"`, `loss=dfs` = `loss_detection = "dfs"`, DFS\'s own loss detection instead of '
         "the RNIC's; `tor_assist` alone = mode `nack_filter`). `completion` = first byte to the "
         "last flow's last byte; `goodput/rx` = payload bits per second of each receiver's active span, averaged "
         "over receivers; `retx ratio` and `spurious retx` are per data packet sent (spurious = a retransmission "
@@ -1166,7 +1166,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"threshold T). The hard bound is a PSN window: a flow's rate is at most B packets per RTT, i.e. "
             f"the spec's B = 64 caps a sprayed flow at {fmt_pct(min(1.0, 64 / bdp['bdp_pkts']), 0)} of line rate "
             f"before any queueing, B = 128 at {fmt_pct(min(1.0, 128 / bdp['bdp_pkts']), 0)}. So DFS's default is "
-            f"`B = \"auto\"`: per flow max(64, (1 + gamma) x BDP) = max(64, {auto_ideal}) "
+            f'`B = "auto"`: per flow max(64, (1 + gamma) x BDP) = max(64, {auto_ideal}) '
             f"packets, at most the selective-repeat bitmap W = 128, which B must not exceed for the no-discard "
             f"guarantee: **B = 128 for cross-leaf flows here** (`dfs/sr`), and {auto_ideal} "
             f"over the ideal transport, which has no bitmap (`dfs/ideal`). `{DFS_SPEC}` fixes the spec's 64.\n"
@@ -1303,14 +1303,16 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             return r["summary"].get(key)
 
         def mean_x(label: str) -> str:
-            return fmt_x(ratio(rec.mean(P, label, "completion_ps"), rec.mean(P, "rps/ideal", "completion_ps")))
+            return fmt_x(
+                ratio(rec.mean(P, label, "completion_ps"), rec.mean(P, "rps/ideal", "completion_ps"))
+            )
 
         w(
             f"**What separates DFS from ideal spraying (permutation).** Three effects, each measured:\n\n"
             f"1. *Window cap.* With the spec's B = 64 < BDP = {bdp['bdp_pkts']:.0f} packets, a DFS flow cannot "
             f"exceed ~{fmt_pct(min(1.0, 64 / bdp['bdp_pkts']), 0)} of line rate even on an idle fabric: over the "
             f"ideal transport `dfs[B=64]/ideal` completes in {fmt_us(c(i64))} us = {fmt_x(c(i64) / ideal)} of "
-            f"`rps/ideal`. With the default B = \"auto\" ({fmt_bounds(iauto)} there, 1.5 BDP) the cap is gone: "
+            f'`rps/ideal`. With the default B = "auto" ({fmt_bounds(iauto)} there, 1.5 BDP) the cap is gone: '
             f"`dfs/ideal` takes {fmt_us(c(iauto))} us = {fmt_x(c(iauto) / ideal)}.\n"
             f"2. *Paths, not entropies.* k = min(K, paths) = 8 random entropies hash onto only ~5.3 of the 8 spines "
             f"on average, so some spines carry two or three shares of a flow and queue: with random entropies "
@@ -1325,7 +1327,7 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
             f"each NACK is a retransmission: {fmt_pct(s(dauto, 'spurious_retx_ratio'))} of `dfs/sr`'s packets and "
             f"{fmt_pct(s(d64, 'spurious_retx_ratio'))} of `{DFS_SPEC}`'s are spurious, each taking line time "
             f"and a window slot. A DFS sender knows which path carried each PSN and how long that path takes: with "
-            f"`loss_detection = \"dfs\"` a NACKed PSN is resent only once overdue, (1 + gamma) x its path's RTT "
+            f'`loss_detection = "dfs"` a NACKed PSN is resent only once overdue, (1 + gamma) x its path\'s RTT '
             f"after it was sent, and a window stalled by a lost NACK is probed ({fmt_int(s(dhold, 'lb.nacks_held'))} "
             f"NACKs held): `{DFS_HOLD}` retransmits {fmt_pct(s(dhold, 'spurious_retx_ratio'))} spuriously and "
             f"completes in {fmt_us(c(dhold))} us = {fmt_x(c(dhold) / ideal)} of `rps/ideal`.\n\n"
@@ -1635,7 +1637,9 @@ def build_page(rec: Records, meta: dict[str, Any]) -> str:
     if unmet:
         reasons = []
         for claim in unmet:
-            why = next((text for key, text in WHY_NOT_MET.items() if claim.startswith(key)), "see its section")
+            why = next(
+                (text for key, text in WHY_NOT_MET.items() if claim.startswith(key)), "see its section"
+            )
             reasons.append(f"* **{claim}**: {why}")
         head.append("Where a claim is not met, why (measured in the section named):\n")
         head.append("\n".join(reasons) + "\n")

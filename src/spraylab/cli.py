@@ -17,7 +17,9 @@ from spraylab.config import Scenario, ScenarioError
 from spraylab.output import OutputError
 from spraylab.progress import RunProgress
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="spraylab: load balancing for AI-training networks.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="spraylab: load balancing for AI-training networks."
+)
 console = Console()
 if not console.is_terminal:  # piped or captured output: room for several scheme columns
     console.width = 160
@@ -32,7 +34,9 @@ AllowLargeOption = Annotated[
 ]
 SetOption = Annotated[
     list[str] | None,
-    typer.Option("--set", "-s", help="Override a scenario value: key=value, e.g. --set run.seed=2 --set lb.scheme=rps"),
+    typer.Option(
+        "--set", "-s", help="Override a scenario value: key=value, e.g. --set run.seed=2 --set lb.scheme=rps"
+    ),
 ]
 
 
@@ -55,7 +59,11 @@ def parse_overrides(items: list[str] | None, allow_large: bool = False) -> dict[
 
 
 def preset_names() -> list[str]:
-    return sorted(p.name.removesuffix(".toml") for p in resources.files("spraylab.presets").iterdir() if p.name.endswith(".toml"))
+    return sorted(
+        p.name.removesuffix(".toml")
+        for p in resources.files("spraylab.presets").iterdir()
+        if p.name.endswith(".toml")
+    )
 
 
 def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
@@ -96,11 +104,15 @@ def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
         head, _, recovery = item[close:].partition("/")
         scheme, _, param_text = (item[:close] + head).partition("[")
         if scheme not in REGISTRY:
-            raise UsageError(f"--lb {item!r}: unknown scheme {scheme!r}; allowed: {', '.join(sorted(REGISTRY))}")
+            raise UsageError(
+                f"--lb {item!r}: unknown scheme {scheme!r}; allowed: {', '.join(sorted(REGISTRY))}"
+            )
         params: dict[str, Any] = {}
         if param_text:
             if not param_text.endswith("]"):
-                raise UsageError(f"--lb {item!r}: parameters go in brackets, e.g. dfs[reorder_bound_packets=128]")
+                raise UsageError(
+                    f"--lb {item!r}: parameters go in brackets, e.g. dfs[reorder_bound_packets=128]"
+                )
             params = parse_overrides([p for p in param_text[:-1].split(",") if p.strip()])
         overrides: dict[str, Any] = {"lb": {"scheme": scheme, **params}}
         if recovery:
@@ -215,7 +227,9 @@ def run_one(scenario: Scenario, label: str = "") -> Any:
         return run(scenario, progress=progress)
 
 
-def compare_scenario(scenario: Scenario, variants: list[tuple[str, dict[str, Any]]], out: Path | None) -> dict[str, Any]:
+def compare_scenario(
+    scenario: Scenario, variants: list[tuple[str, dict[str, Any]]], out: Path | None
+) -> dict[str, Any]:
     # Every variant validated before the first one runs (and before matplotlib loads).
     scenarios = [(label, variant_scenario(scenario, overrides)) for label, overrides in variants]
     from spraylab.output import check_target, write_dir
@@ -226,7 +240,9 @@ def compare_scenario(scenario: Scenario, variants: list[tuple[str, dict[str, Any
     results = {}
     for label, variant in scenarios:
         results[label] = run_one(variant, label)
-    console.print(summary_table(f"{scenario.name}: {len(variants)} schemes", {k: r.summary for k, r in results.items()}))
+    console.print(
+        summary_table(f"{scenario.name}: {len(variants)} schemes", {k: r.summary for k, r in results.items()})
+    )
     if out is not None:
 
         def fill(tmp: Path) -> None:
@@ -234,7 +250,9 @@ def compare_scenario(scenario: Scenario, variants: list[tuple[str, dict[str, Any
                 (tmp / label.replace("/", "-")).mkdir()
                 result.write_files(tmp / label.replace("/", "-"))
             slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown")
-            uplink_utilization(results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization")
+            uplink_utilization(
+                results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization"
+            )
 
         write_dir(out, "compare", fill)
         console.print(f"results and plots in {out}/ (fct_slowdown_cdf.png, uplink_utilization.png)")
@@ -248,7 +266,9 @@ def compare_scenario(scenario: Scenario, variants: list[tuple[str, dict[str, Any
 def run_command(
     scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name")],
     set_: SetOption = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Save the result (Parquet + JSON) here")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Save the result (Parquet + JSON) here")
+    ] = None,
     allow_large: AllowLargeOption = False,
 ) -> None:
     """Run one scenario and print its summary. Exit code 3 if the run stopped (time limit, event or
@@ -270,24 +290,34 @@ def run_command(
 
 @app.command("compare")
 def compare_command(
-    scenario: Annotated[str, typer.Argument(help="Scenario TOML file or preset name, or a sweep results directory")],
+    scenario: Annotated[
+        str, typer.Argument(help="Scenario TOML file or preset name, or a sweep results directory")
+    ],
     lb: Annotated[
         str | None,
         typer.Option(
-            "--lb", help="Schemes to compare, e.g. ecmp,rps/ideal,dfs[reorder_bound_packets=64]/sr (scheme[params]/recovery)"
+            "--lb",
+            help="Schemes to compare, e.g. ecmp,rps/ideal,dfs[reorder_bound_packets=64]/sr (scheme[params]/recovery)",
         ),
     ] = None,
     set_: SetOption = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Directory for results and PNG plots")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Directory for results and PNG plots")
+    ] = None,
     baseline: Annotated[
-        str | None, typer.Option("--baseline", help="Sweep results: the column ratios are taken to, e.g. ecmp")
+        str | None,
+        typer.Option("--baseline", help="Sweep results: the column ratios are taken to, e.g. ecmp"),
     ] = None,
     by: Annotated[
         str | None,
-        typer.Option("--by", help="Sweep results: axes whose values are the columns (default lb.scheme), e.g. lb.scheme,transport.recovery"),
+        typer.Option(
+            "--by",
+            help="Sweep results: axes whose values are the columns (default lb.scheme), e.g. lb.scheme,transport.recovery",
+        ),
     ] = None,
     metrics: Annotated[
-        str | None, typer.Option("--metrics", help="Sweep results: summary keys to show, e.g. slowdown_p99,fct_mean_ps")
+        str | None,
+        typer.Option("--metrics", help="Sweep results: summary keys to show, e.g. slowdown_p99,fct_mean_ps"),
     ] = None,
     allow_large: AllowLargeOption = False,
 ) -> None:
@@ -295,11 +325,15 @@ def compare_command(
     directory: metric x scheme, mean ± 95% CI over seeds, ratio to a baseline, grouped by the other axes."""
     if Path(scenario).is_dir():
         if lb is not None or set_ or out is not None:
-            raise UsageError(f"{scenario}: --lb, --set and --out apply to a scenario, not to a sweep results directory")
+            raise UsageError(
+                f"{scenario}: --lb, --set and --out apply to a scenario, not to a sweep results directory"
+            )
         compare_sweep(Path(scenario), baseline, _split(by), _split(metrics))
         return
     if baseline is not None or by is not None or metrics is not None:
-        raise UsageError("--baseline, --by and --metrics apply to a sweep results directory (see spraylab sweep)")
+        raise UsageError(
+            "--baseline, --by and --metrics apply to a sweep results directory (see spraylab sweep)"
+        )
     sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     results = compare_scenario(
         sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}"
@@ -312,7 +346,9 @@ def _split(text: str | None) -> list[str] | None:
     return items or None
 
 
-def compare_sweep(directory: Path, baseline: str | None, by: list[str] | None, metrics: list[str] | None) -> None:
+def compare_sweep(
+    directory: Path, baseline: str | None, by: list[str] | None, metrics: list[str] | None
+) -> None:
     from spraylab.report import METRIC_LABEL, ReportError, cell_text, compare_tables, sweep_data
     from spraylab.store import StoreError
 
@@ -340,9 +376,14 @@ def compare_sweep(directory: Path, baseline: str | None, by: list[str] | None, m
         rt.add_column("metric")
         for c in table.columns:
             note = f" {table.note(c)}" if table.note(c) else ""
-            rt.add_column(f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}", justify="right")
+            rt.add_column(
+                f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}", justify="right"
+            )
         for key, kind, cells in table.rows:
-            rt.add_row(METRIC_LABEL.get(key, key), *(cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)))
+            rt.add_row(
+                METRIC_LABEL.get(key, key),
+                *(cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)),
+            )
         console.print(rt)
 
 
@@ -352,7 +393,9 @@ DEMO_VARIANTS = "ecmp,rps,rps/ideal,dfs/sr,dfs[loss_detection=dfs]/sr,tor_assist
 
 @app.command("demo")
 def demo_command(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for results and PNG plots")] = Path("out/demo"),
+    out: Annotated[Path, typer.Option("--out", "-o", help="Directory for results and PNG plots")] = Path(
+        "out/demo"
+    ),
     lb: Annotated[str, typer.Option("--lb", help="Schemes to compare")] = DEMO_VARIANTS,
 ) -> None:
     """Compare the load balancers on the default scenario (preset 'demo'): table + plots."""
@@ -404,14 +447,25 @@ def list_command() -> None:
 @app.command("sweep")
 def sweep_command(
     sweep: Annotated[Path, typer.Argument(help="Sweep TOML file: a base scenario plus [axes]")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Results store directory (default out/sweep-NAME)")] = None,
-    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: CPU count)")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Results store directory (default out/sweep-NAME)")
+    ] = None,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", min=1, help="Runs at a time (default: CPU count)")
+    ] = None,
     executor: Annotated[str, typer.Option("--executor", "-e", help="local (process pool) or ray")] = "local",
     address: Annotated[
-        str | None, typer.Option("--address", help="Ray cluster address (auto, ray://head:10001); default: start a local Ray")
+        str | None,
+        typer.Option(
+            "--address", help="Ray cluster address (auto, ray://head:10001); default: start a local Ray"
+        ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Rerun every point, even those complete in the store")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Validate and list the points; run nothing")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Rerun every point, even those complete in the store")
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Validate and list the points; run nothing")
+    ] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar")] = True,
     allow_large: AllowLargeOption = False,
     reuse_other_versions: Annotated[
@@ -464,7 +518,9 @@ def sweep_command(
         done_keys = {p.key for p in have}
         unfinished = {p.key for p in planned.incomplete}
         for point in definition.points:
-            state = "incomplete" if point.key in unfinished else "done" if point.key in done_keys else "to run"
+            state = (
+                "incomplete" if point.key in unfinished else "done" if point.key in done_keys else "to run"
+            )
             console.print(f"  {point.key}  {state:<10}  {point.label}", markup=False, highlight=False)
         return
 
@@ -484,8 +540,13 @@ def sweep_command(
         signal.signal(signal.SIGTERM, previous)
     console.print(outcome.line(), markup=False, highlight=False)
     if outcome.failed:
-        console.print(f"failed runs are recorded in {target}/runs/<key>/error.json and rerun by the next sweep", highlight=False)
-    console.print(f"results in {target}/: spraylab compare {target}; spraylab report {target}", highlight=False)
+        console.print(
+            f"failed runs are recorded in {target}/runs/<key>/error.json and rerun by the next sweep",
+            highlight=False,
+        )
+    console.print(
+        f"results in {target}/: spraylab compare {target}; spraylab report {target}", highlight=False
+    )
     if outcome.interrupted:
         sys.exit(130)
     if outcome.failed:
@@ -502,9 +563,15 @@ def sweep_command(
 @app.command("report")
 def report_command(
     directory: Annotated[Path, typer.Argument(help="A sweep results directory")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Report directory (default DIR/report)")] = None,
-    baseline: Annotated[str | None, typer.Option("--baseline", help="The column ratios are taken to, e.g. ecmp")] = None,
-    by: Annotated[str | None, typer.Option("--by", help="Axes whose values are the columns (default lb.scheme)")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Report directory (default DIR/report)")
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="The column ratios are taken to, e.g. ecmp")
+    ] = None,
+    by: Annotated[
+        str | None, typer.Option("--by", help="Axes whose values are the columns (default lb.scheme)")
+    ] = None,
 ) -> None:
     """Write PNG plots (FCT-slowdown CDF, slowdown by size, CCT/busbw, uplink heatmap, reorder CDF)
     and a self-contained report.html for a sweep's results."""

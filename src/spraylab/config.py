@@ -58,7 +58,9 @@ class LinkEvent(Section):
     loss_rate: float = Field(default=0.0, ge=0, lt=1)
     convergence: TimePs = 0
     parallel: int | None = Field(
-        default=None, ge=0, description="only the n-th (0-based) of parallel links between the two; default all"
+        default=None,
+        ge=0,
+        description="only the n-th (0-based) of parallel links between the two; default all",
     )
 
     @model_serializer(mode="wrap")
@@ -263,7 +265,9 @@ class LbSection(BaseModel):
                 value, msgs = problems.setdefault(key, (error.get("input"), []))
                 msgs.append(msg if not msgs else msg.removeprefix("Input should be "))
             raise ValueError(
-                "; ".join(f"lb.{key} = {value!r}: {', or '.join(msgs)}" for key, (value, msgs) in problems.items())
+                "; ".join(
+                    f"lb.{key} = {value!r}: {', or '.join(msgs)}" for key, (value, msgs) in problems.items()
+                )
             ) from None
         return self
 

@@ -163,7 +163,9 @@ def build(scenario: Scenario, check_size: bool = True) -> Simulation:
     sim = Simulator(scenario.run.seed)
     fabric = build_fabric(scenario.topology)
     params = transport_params(scenario)
-    net = Network(sim, fabric, switch_params(scenario), params, make_lb(scenario.lb.scheme, scenario.lb.params))
+    net = Network(
+        sim, fabric, switch_params(scenario), params, make_lb(scenario.lb.scheme, scenario.lb.params)
+    )
     for event in scenario.topology.events:
         a, b = event.link
         parallel = event.parallel
@@ -176,7 +178,9 @@ def build(scenario: Scenario, check_size: bool = True) -> Simulation:
                 net.schedule_link_rate(event.at, a, b, event.rate_fraction, parallel)
         except KeyError:
             raise ScenarioError(
-                [f"topology.events.link = {[a, b]!r}: no such link; names look like {fabric.links[-1].a!r}, {fabric.links[-1].b!r}"]
+                [
+                    f"topology.events.link = {[a, b]!r}: no such link; names look like {fabric.links[-1].a!r}, {fabric.links[-1].b!r}"
+                ]
             ) from None
         except IndexError as exc:
             raise ScenarioError([f"topology.events.parallel = {parallel}: {exc.args[0]}"]) from None

@@ -341,7 +341,9 @@ class DynamicFlowSpraying(LoadBalancer):
         backward = flow_path(self.net, qp, reverse=True, entropy=entropy)[1:-1]
         return frozenset(map(id, forward)), frozenset(map(id, backward))
 
-    def _fresh_path(self, qp: QueuePair, state: _FlowState, rtt: float, retired: _Path | None = None) -> _Path:
+    def _fresh_path(
+        self, qp: QueuePair, state: _FlowState, rtt: float, retired: _Path | None = None
+    ) -> _Path:
         """A new path on a random entropy. Path-aware: of up to ``PATH_DRAWS`` random
         entropies, the first whose path shares no switch link with the flow's active paths,
         else the one sharing fewest (a link of the path being retired, or of any path found
@@ -359,7 +361,9 @@ class DynamicFlowSpraying(LoadBalancer):
             if p.active:
                 for link in p.links:
                     load[link] = load.get(link, 0) + 1
-        avoid = state.bad_links if retired is None else state.bad_links.union(retired.links, retired.ack_links)
+        avoid = (
+            state.bad_links if retired is None else state.bad_links.union(retired.links, retired.ack_links)
+        )
         penalty = len(state.paths) + 1
         best: _Path | None = None
         best_score = 0

@@ -59,7 +59,9 @@ UNBOUNDED = 1 << 62  # the destination ToR delivers whatever reaches it
 class WcmpParams(LbParams):
     max_table: int = Field(default=1024, ge=1, le=1 << 20, description="max slots per weighted group")
     refresh_us: float = Field(default=1.0, ge=0, description="re-check link rates at most this often")
-    reaction_us: float = Field(default=0.0, ge=0, description="reweight this long after a link change is seen")
+    reaction_us: float = Field(
+        default=0.0, ge=0, description="reweight this long after a link change is seen"
+    )
 
 
 def build_table(cands: list[Port], weights: list[int], max_table: int) -> list[Port]:

@@ -283,7 +283,9 @@ def _goodput(done: pd.DataFrame) -> float | None:
     receivers: near line rate means receivers were kept busy."""
     if done.empty:
         return None
-    spans = done.groupby("dst").agg(bytes=("size_bytes", "sum"), start=("start_ps", "min"), end=("finish_ps", "max"))
+    spans = done.groupby("dst").agg(
+        bytes=("size_bytes", "sum"), start=("start_ps", "min"), end=("finish_ps", "max")
+    )
     spans = spans[spans["end"] > spans["start"]]
     if spans.empty:
         return None

@@ -58,7 +58,20 @@ class Switch:
     own). A ToR ``program`` (ToR-assisted spraying, flowlets) sees every packet first and
     returns False when it consumed (held or dropped) the packet."""
 
-    __slots__ = ("sim", "name", "index", "tier", "salt", "ports", "uplinks", "table", "select", "program", "buffer", "hosts")
+    __slots__ = (
+        "sim",
+        "name",
+        "index",
+        "tier",
+        "salt",
+        "ports",
+        "uplinks",
+        "table",
+        "select",
+        "program",
+        "buffer",
+        "hosts",
+    )
 
     def __init__(self, sim: Any, name: str, index: int, tier: int, salt: int) -> None:
         self.sim = sim

@@ -30,5 +30,10 @@ def leaf_spine(
                 fabric.add_link(name, f"spine{s}", uplink_rate_bps, delay_ps)
     down = hosts_per_leaf * host_rate_bps
     up = spines * links_per_spine * uplink_rate_bps
-    fabric.info = {"leaves": leaves, "spines": spines, "hosts_per_leaf": hosts_per_leaf, "oversubscription": down / up}
+    fabric.info = {
+        "leaves": leaves,
+        "spines": spines,
+        "hosts_per_leaf": hosts_per_leaf,
+        "oversubscription": down / up,
+    }
     return fabric
