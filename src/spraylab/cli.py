@@ -406,6 +406,61 @@ def demo_command(
     exit_if_incomplete({label: r.summary for label, r in results.items()})
 
 
+@app.command("validate")
+def validate_command(
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", "-o", help="Write the page here (e.g. docs/validation.md); default: print the tables"
+        ),
+    ] = None,
+    only: Annotated[
+        str | None,
+        typer.Option(
+            "--only",
+            help="Comma-separated checks: single_flow, incast, long_flows, marking_point, permutation, hash, rails",
+        ),
+    ] = None,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Fewer and smaller cases (minutes instead of a quarter hour)")
+    ] = False,
+) -> None:
+    """Run the simulator against closed-form truths and its targets (DCQCN, hash, RailS) and
+    write the validation page. Exit code 1 if a judged case misses its target."""
+    from spraylab import provenance, validation
+
+    names = _split(only)
+    for name in names or []:
+        if name not in validation.CHECK_NAMES:
+            raise UsageError(f"--only {name!r}: unknown check; allowed: {', '.join(validation.CHECK_NAMES)}")
+    if out is not None and (
+        out.is_dir()
+        or (out.exists() and not out.read_text(errors="replace").startswith(validation.GENERATED_MARK))
+    ):
+        raise UsageError(
+            f"--out {out}: exists and is not a page spraylab validate wrote; refusing to overwrite it"
+        )
+
+    def show(check: validation.Check) -> None:
+        for r in check.rows:
+            verdict = "reported" if r.met is None else ("met" if r.met else "NOT MET")
+            console.print(
+                f"{check.title}: {r.case}: {r.simulated} vs {r.truth} [{verdict}]",
+                markup=False,
+                highlight=False,
+            )
+
+    checks = validation.run_checks(names, quick, show)
+    if out is not None:
+        page = validation.render(checks, provenance.version(), quick)
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(page)
+        tmp.replace(out)
+        console.print(f"validation page written to {out}", highlight=False)
+    if any(r.met is False for c in checks for r in c.rows):
+        sys.exit(1)
+
+
 @app.command("list")
 def list_command() -> None:
     """List schemes, topologies, workloads and presets."""
