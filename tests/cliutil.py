@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from spraylab.executors import Outcome, execute
 
 
@@ -72,3 +74,12 @@ class InlineExecutor:
 
     def shutdown(self, cancel: bool = False) -> None:
         self._outcomes.clear()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def inline_sweeps() -> Iterator[None]:
+    """CLI sweeps run their points in this process (no worker start-up); a module that imports
+    this fixture gets it for all its tests."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("spraylab.sweep.make_executor", lambda *args: InlineExecutor())
+        yield

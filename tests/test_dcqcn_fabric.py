@@ -13,72 +13,9 @@ reason (docs/congestion-control.md): they turn red the day the model meets them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
-from spraylab.config import validate
-from spraylab.experiment import build
-
-RATE_BPS = 400_000_000_000
-US = 1_000_000
-
-
-@dataclass
-class IncastOutcome:
-    cct_ps: int
-    busy_fraction: float
-    jain: float
-    drops: int
-    max_queue_bytes: int
-    mean_queue_bytes: float
-    bound_ps: float
-
-
-def incast(n: int, size_bytes: int, lossless: bool) -> IncastOutcome:
-    scenario = validate(
-        {
-            "topology": {
-                "kind": "leaf_spine",
-                "leaves": 2,
-                "spines": 2,
-                "hosts_per_leaf": 16,
-                "host_rate": "400Gbps",
-            },
-            "switch": {"lossless": lossless},
-            "lb": {"scheme": "ecmp"},
-            "workload": {"kind": "incast", "size": size_bytes, "senders": n, "receiver": 0},
-        }
-    )
-    simulation = build(scenario)
-    net, sim = simulation.net, simulation.sim
-    receiver = net.hosts[0]
-    (bottleneck,) = [p for p in net.ports if p.peer_owner is receiver]
-    samples: list[int] = []
-
-    def sample(_: object) -> None:
-        samples.append(bottleneck.queue_bytes())
-        if not net.all_done:
-            sim.after(US, sample)
-
-    sim.at(0, sample)
-    simulation.run()
-    result = simulation.result()
-    flows = result.flows
-    assert result.summary["completed"]
-    start = int(flows.start_ps.min())
-    cct = int(flows.finish_ps.max()) - start
-    rates = (flows.size_bytes / flows.fct_ps).to_numpy()
-    return IncastOutcome(
-        cct_ps=cct,
-        busy_fraction=bottleneck.tx_bytes * 8 * 1e12 / RATE_BPS / cct,
-        jain=float(rates.sum() ** 2 / (len(rates) * (rates**2).sum())),
-        drops=int(result.summary["drops"]),
-        max_queue_bytes=bottleneck.max_queue_bytes,
-        mean_queue_bytes=sum(samples) / len(samples),
-        bound_ps=n * size_bytes * 8 * 1e12 / RATE_BPS,
-    )
-
+from spraylab.validation import incast
 
 LOSSY_UNSTABLE = (
     "ConnectX DCQCN keeps a congestion episode's target rate until the 300 us timer fires, "

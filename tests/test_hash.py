@@ -30,17 +30,11 @@ from simutil import US, make_net
 
 from spraylab.net.routes import hop_hash, mix64, packet_hash, trace_route
 from spraylab.topology.fat_tree import fat_tree
+from spraylab.validation import chi_square_p_value
 
 G = 1_000_000_000
 P_MIN = 0.001
 ROUTES_PER_CELL = 50  # expected count per cell: far above the 5 that Pearson's test needs
-
-
-def chi_square_p_value(x2: float, df: int) -> float:
-    """P(chi-square with ``df`` degrees of freedom > ``x2``), Wilson-Hilferty."""
-    mean = 1 - 2 / (9 * df)
-    z = ((x2 / df) ** (1 / 3) - mean) / math.sqrt(2 / (9 * df))
-    return 0.5 * math.erfc(z / math.sqrt(2))
 
 
 def test_wilson_hilferty_matches_exact_tail() -> None:

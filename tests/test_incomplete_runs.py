@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cliutil import InlineExecutor, invoke
+from cliutil import InlineExecutor, inline_sweeps, invoke  # noqa: F401 (inline_sweeps: an autouse fixture)
 
 import spraylab
 from spraylab.metrics.result import Result
@@ -54,14 +53,6 @@ def with_time_limit(time_limit: str | int) -> dict:
     data = copy.deepcopy(BASE)
     data["run"]["time_limit"] = time_limit
     return data
-
-
-@pytest.fixture(autouse=True, scope="module")
-def inline_sweeps() -> Iterator[None]:
-    """CLI sweeps run their points in this process (no worker start-up)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("spraylab.sweep.make_executor", lambda *args: InlineExecutor())
-        yield
 
 
 @pytest.fixture(scope="module")

@@ -14,11 +14,10 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cliutil import InlineExecutor, Invocation, invoke
+from cliutil import InlineExecutor, Invocation, inline_sweeps, invoke  # noqa: F401 (inline_sweeps: an autouse fixture)
 
 import spraylab
 from spraylab import provenance
@@ -67,14 +66,6 @@ def assert_one_error_line(proc: Invocation | subprocess.CompletedProcess[str], *
     assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
     for text in texts:
         assert text in lines[0], (text, lines[0])
-
-
-@pytest.fixture(autouse=True, scope="module")
-def inline_sweeps() -> Iterator[None]:
-    """CLI sweeps run their points in this process (no worker start-up)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("spraylab.sweep.make_executor", lambda *args: InlineExecutor())
-        yield
 
 
 @pytest.fixture(scope="module")
