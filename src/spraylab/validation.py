@@ -54,7 +54,9 @@ class IncastOutcome:
 
     cct_ps: int
     bound_ps: float  # N x S / C, payload only
-    busy_fraction: float  # bytes serialized on the bottleneck / (C x lifetime)
+    # the wire bytes the flows needed (payload in full packets, RoCEv2 framing) / (C x lifetime):
+    # retransmissions keep a link busy without doing work, so they do not count
+    busy_fraction: float
     jain: float  # over the flows' throughputs
     drops: int
     max_queue_bytes: int
@@ -97,12 +99,21 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     return IncastOutcome(
         cct_ps=cct,
         bound_ps=n * size_bytes * 8 * 1e12 / bottleneck.rate_bps,
-        busy_fraction=bottleneck.tx_bytes * 8 * 1e12 / bottleneck.rate_bps / cct,
+        busy_fraction=sum(_wire_bytes(int(z)) for z in flows.size_bytes)
+        * 8
+        * 1e12
+        / bottleneck.rate_bps
+        / cct,
         jain=jain_index((flows.size_bytes / flows.fct_ps).tolist()),
         drops=int(result.summary["drops_total"]),
         max_queue_bytes=bottleneck.max_queue_bytes,
         mean_queue_bytes=sum(samples) / len(samples),
     )
+
+
+def _wire_bytes(size_bytes: int, mtu: int = 4096) -> int:
+    n_packets = max(1, -(-size_bytes // mtu))
+    return (n_packets - 1) * data_wire_bytes(mtu) + data_wire_bytes(size_bytes - (n_packets - 1) * mtu)
 
 
 def _fabric(lossless: bool) -> str:
@@ -239,10 +250,8 @@ def single_flow_rows(quick: bool) -> list[Row]:
                 "workload": {"kind": "random_pairs", "flows": 1, "size": size},
             }
         )
-        mtu = 4096
-        n_packets = -(-size // mtu)
-        wire = (n_packets - 1) * data_wire_bytes(mtu) + data_wire_bytes(size - (n_packets - 1) * mtu)
-        first = data_wire_bytes(min(size, mtu))
+        wire = _wire_bytes(size)
+        first = data_wire_bytes(min(size, 4096))
         ps_per_byte = 8 * 1e12 / RATE_BPS
         truth = 4 * (US + first * ps_per_byte) + (wire - first) * ps_per_byte
         fct = int(result.flows.fct_ps.iloc[0])
@@ -327,19 +336,22 @@ def rails_rows(quick: bool) -> list[Row]:
     for servers, gpus in shapes:
         for family in FAMILIES:
             d1 = family_matrix(family, servers, gpus, seed=1)
-            run = simulate_matrix(d1, rail_scenario(servers, gpus), "rails")
+            scenario = rail_scenario(servers, gpus)
+            run = simulate_matrix(d1, scenario, "rails")
             plan = run.plan
             assert plan is not None
-            t_star = plan.t_star_ps
+            nic_rate_bps = scenario.topology.nic_rate
+            t_star = plan.t_star_ps(nic_rate_bps)
+            planned = plan.planned_time_ps(nic_rate_bps)
             limit = 1.1 * t_star + run.base_rtt_ps
             rows.append(
                 Row(
                     f"{family}, {servers}x{gpus} GPUs",
-                    f"T* = {t_star / US:,.1f} us; plan {plan.planned_time_ps / t_star:.3f} T*",
+                    f"T* = {t_star / US:,.1f} us; plan {planned / t_star:.3f} T*",
                     f"CCT {run.cct_ps / US:,.1f} us = {run.cct_ps / t_star:.3f} T*",
                     run.cct_ps / limit,
                     "CCT <= 1.1 T* + RTT; plan <= 1.05 T*",
-                    run.completed and run.cct_ps <= limit and plan.planned_time_ps <= 1.05 * t_star,
+                    run.completed and run.cct_ps <= limit and planned <= 1.05 * t_star,
                 )
             )
     return rows
