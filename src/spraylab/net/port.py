@@ -156,8 +156,11 @@ class Port:
         self.ps_per_byte = ps_per_byte(rate_bps)
 
     def fail(self) -> None:
-        """The link goes down: everything sent into it from now on is lost (counted as drops).
-        The check lives in the delivery callback so working links pay nothing for it."""
+        """The link goes down: everything sent into it from now on is lost (counted as drops),
+        and so is every data packet still queued on a dequeue-marking port (its delivery looks
+        the callback up when it arrives). Packets that found the port idle and control frames
+        already on the wire (at most one serialization plus the propagation delay) still
+        arrive. The check lives in the delivery callback so working links pay nothing for it."""
         if not self.up:
             return
         self.up = False
@@ -194,13 +197,17 @@ class Port:
         else:
             busy = now
         size = pkt.size
+        if self.buffer is not None:
+            self.buffer.added_bytes += size
         depart = busy + size * self.ps_per_byte
         if depart.__class__ is float:
             depart = int(depart)
         self.busy_until = depart
         self.tx_bytes += size
         self.tx_packets += 1
-        if self.mark_at_dequeue and pkt.kind == DATA:
+        # A packet that found the port idle starts at once with nothing behind it: never marked
+        # at dequeue, and no later packet's judgement needs its log entry.
+        if self.mark_at_dequeue and busy > now and pkt.kind == DATA:
             self.busy_log.append((now, depart))
             self.marks_pending += 1
             sim.schedule(depart + self.delay_ps, self._deliver_cb, pkt)
@@ -215,17 +222,20 @@ class Port:
         log holds ``busy_until`` after each send, and its sends before that instant have all
         happened by now (the packet has since been serialized and propagated)."""
         depart = self.sim.now - self.delay_ps
-        start = depart - pkt.size * self.ps_per_byte
         log = self.busy_log
-        while len(log) > 1 and log[1][0] < start:
-            log.popleft()
-        behind = (log[0][1] - depart) / self.ps_per_byte
         self.marks_pending -= 1
+        # busy_until never decreases, so today's bounds the queue behind the packet at its start:
+        # below Kmin the log need not be searched (later deliveries pop what this one skips).
+        if (self.busy_until - depart) / self.ps_per_byte > self.kmin:
+            start = depart - pkt.size * self.ps_per_byte
+            while len(log) > 1 and log[1][0] < start:
+                log.popleft()
+            behind = (log[0][1] - depart) / self.ps_per_byte
+            if behind > self.kmin and self._mark(behind):
+                pkt.ecn = True
+                self.ecn_marks += 1
         if not self.marks_pending:
             log.clear()
-        if behind > self.kmin and self._mark(behind):
-            pkt.ecn = True
-            self.ecn_marks += 1
         self.receive_at_peer(pkt)
 
     def send_control(self, pkt: Packet) -> None:
@@ -235,6 +245,8 @@ class Port:
         sim = self.sim
         now = sim.now
         size = pkt.size
+        if self.buffer is not None:
+            self.buffer.added_bytes += size
         ser = int(size * self.ps_per_byte)
         busy = self.busy_until
         self.busy_until = (busy if busy > now else now) + ser

@@ -24,16 +24,20 @@ class SharedBuffer:
     Summing every port's backlog on each packet would cost O(ports) per hop. Under dynamic
     thresholds the buffer never fills beyond ``capacity * alpha*n / (1 + alpha*n)``, so a port
     whose backlog stays below ``alpha * capacity / (1 + alpha*n)`` is always admitted; only
-    longer queues pay for the exact check (``safe_port_bytes``)."""
+    longer queues pay for the exact check (``safe_port_bytes``). That check first tries an upper
+    bound of ``used``: its last exact value plus every byte the switch's ports accepted since
+    (``added_bytes``; queues only drain in between). Only when the bound does not admit the
+    packet is the sum taken again, so every decision is the one the exact sum gives."""
 
-    __slots__ = ("capacity_bytes", "alpha", "ports", "safe_port_bytes", "max_used_bytes")
+    __slots__ = ("capacity_bytes", "alpha", "ports", "safe_port_bytes", "used_bytes_then", "added_bytes")
 
     def __init__(self, capacity_bytes: int, alpha: float) -> None:
         self.capacity_bytes = capacity_bytes
         self.alpha = alpha
         self.ports: list[Port] = []
         self.safe_port_bytes = capacity_bytes
-        self.max_used_bytes = 0
+        self.used_bytes_then = 0
+        self.added_bytes = 0
 
     def add_port(self, port: Port) -> None:
         self.ports.append(port)
@@ -44,10 +48,15 @@ class SharedBuffer:
         return sum(p.queue_bytes() for p in self.ports)
 
     def admits(self, port: Port, backlog: int, size: int) -> bool:
+        limit = backlog + size
+        # + one byte per port: each port's backlog is rounded down to whole bytes
+        bound = self.used_bytes_then + self.added_bytes + len(self.ports)
+        if limit <= self.alpha * (self.capacity_bytes - bound):
+            return True
         used = self.used_bytes()
-        if used > self.max_used_bytes:
-            self.max_used_bytes = used
-        return backlog + size <= self.alpha * (self.capacity_bytes - used)
+        self.used_bytes_then = used
+        self.added_bytes = 0
+        return limit <= self.alpha * (self.capacity_bytes - used)
 
 
 class Switch:
