@@ -225,8 +225,9 @@ class Port:
         log = self.busy_log
         self.marks_pending -= 1
         # busy_until never decreases, so today's bounds the queue behind the packet at its start:
-        # below Kmin the log need not be searched (later deliveries pop what this one skips).
-        if (self.busy_until - depart) / self.ps_per_byte > self.kmin:
+        # below Kmin there is nothing to judge, and the log is searched (and trimmed: each entry
+        # is popped once) only when it is or when it has grown long.
+        if (self.busy_until - depart) / self.ps_per_byte > self.kmin or len(log) > 32:
             start = depart - pkt.size * self.ps_per_byte
             while len(log) > 1 and log[1][0] < start:
                 log.popleft()
