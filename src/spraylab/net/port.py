@@ -179,11 +179,11 @@ class Port:
         sim = self.sim
         now = sim.now
         busy = self.busy_until
+        buffer = self.buffer
         if busy > now:
             backlog = int((busy - now) / self.ps_per_byte)
             if backlog > self.max_queue_bytes:
                 self.max_queue_bytes = backlog
-            buffer = self.buffer
             if (
                 buffer is not None
                 and backlog > buffer.safe_port_bytes
@@ -197,8 +197,8 @@ class Port:
         else:
             busy = now
         size = pkt.size
-        if self.buffer is not None:
-            self.buffer.added_bytes += size
+        if buffer is not None:
+            buffer.added_bytes += size
         depart = busy + size * self.ps_per_byte
         if depart.__class__ is float:
             depart = int(depart)

@@ -56,28 +56,31 @@ class RouteGroup(list):  # type: ignore[type-arg]  # list[Port]: the hot path in
 MASK64 = (1 << 64) - 1
 
 
-def mix64(z: int) -> int:
-    """A 64-bit mixing function (the splitmix64 finalizer): a bijection whose every output
-    bit depends on every input bit, so ``mix64(x) % n`` is uniform for structured ``x`` and
-    the choices of switches with different seeds are independent. Plain integer arithmetic:
-    the same in every process (Python's ``hash()`` of a tuple is stable too but does not mix:
-    on a 3-tier fat-tree it tied each aggregation switch's choice to the ToR's)."""
+def hop_hash(pkt_hash: int, seed: int) -> int:
+    """The hash a switch with per-switch ``seed`` (``Switch.salt``, 64 random bits) computes
+    over a packet's header hash, as ASICs seed their CRC per switch; the chosen candidate is
+    ``hop_hash % len(candidates)``. The one switch hash: ECMP, WCMP and the path tracer.
+
+    It is the splitmix64 finalizer of ``pkt_hash ^ seed``: a bijection whose every output bit
+    depends on every input bit, so ``% n`` is uniform for structured input and switches with
+    different seeds choose independently. Plain integer arithmetic, the same in every process
+    (Python's ``hash()`` of a tuple is stable too but does not mix: on a 3-tier fat-tree it tied
+    each aggregation switch's choice to the ToR's). One call frame: it runs at every hop."""
+    z = pkt_hash ^ seed
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
     return z ^ (z >> 31)
+
+
+def mix64(z: int) -> int:
+    """The splitmix64 finalizer alone (``hop_hash`` with seed 0)."""
+    return hop_hash(z, 0)
 
 
 def packet_hash(flow_id: int, entropy: int) -> int:
     """The header hash a data packet carries, over its flow (5-tuple) and entropy (UDP source
     port), as a switch ASIC's CRC over the header fields: 64 well-mixed bits."""
     return mix64((flow_id << 16) | entropy)
-
-
-def hop_hash(pkt_hash: int, seed: int) -> int:
-    """The hash a switch with per-switch ``seed`` (``Switch.salt``, 64 random bits) computes
-    over a packet's header hash, as ASICs seed their CRC per switch; the chosen candidate is
-    ``hop_hash % len(candidates)``. The one switch hash: ECMP, WCMP and the path tracer."""
-    return mix64(pkt_hash ^ seed)
 
 
 @dataclass(frozen=True, slots=True)
