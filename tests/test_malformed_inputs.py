@@ -263,7 +263,7 @@ CASES: dict[str, Case] = {
         ("workload.kind", "mystery", "permutation", "incast"), workload={"kind": "mystery"}
     ),
     "workload_missing_kind": bad(
-        ("workload", "missing 'kind'", "'permutation', 'incast'"), workload={"size": "1MB"}
+        ("workload", "missing 'kind'", "'incast', 'moe', 'permutation'"), workload={"size": "1MB"}
     ),
     "second_workload_bad": bad(
         ("workload[1].size", "-3", "negative", "KB"),

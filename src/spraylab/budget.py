@@ -14,25 +14,11 @@ all", so they err on the large side only by small factors.
 from __future__ import annotations
 
 import contextlib
-import functools
 import math
 import os
 from dataclasses import dataclass
 
-from spraylab.config import (
-    AllToAllWorkload,
-    CdfWorkload,
-    CollectiveWorkload,
-    FatTreeTopology,
-    IncastWorkload,
-    LeafSpineTopology,
-    MoeWorkload,
-    PermutationWorkload,
-    RailAllToAllWorkload,
-    RandomPairsWorkload,
-    Scenario,
-    ScenarioError,
-)
+from spraylab.config import Scenario, ScenarioError
 
 OVERRIDE = "set run.allow_large = true (CLI: --allow-large) to run it anyway"
 
@@ -61,16 +47,11 @@ HOST_BYTES = 2_000
 ROUTE_SLOT_BYTES = 8
 PACKET_STATE_BYTES = {"gbn": 1, "sr": 1, "ideal": 25}
 QUEUED_PACKET_BYTES = 250
-# Rail workloads build G x G int64 byte matrices (dispatch, its transpose, the planner's copies)
-# and route every token over the experts as float arrays.
-RAIL_MATRIX_BYTES_PER_PAIR = 32
-ROUTING_BYTES_PER_TOKEN_EXPERT = 32
+# Each topology and workload kind estimates its own size (estimate_size); the rail workloads' extra
+# memory (byte matrices, token routing) is measured in spraylab.workload.rail_workload and kinds.moe.
 # Measured events per data packet: 9.4 on a leaf-spine (4 hops each way), 13.1 on a fat-tree
 # (6 hops): one event per hop of the packet and of its ACK, plus about 1.5 (starts, timers).
 EVENTS_PER_PACKET_EXTRA = 1.5
-# Rail strategies: NVLink relay messages and chunks add bytes and messages over the GPU-pair
-# matrix (measured on 4 x 4 GPUs: at most 1.6x the bytes and 6x the G(G-1) messages).
-RAIL_BYTES_FACTOR = 3
 
 
 @dataclass(frozen=True)
@@ -102,78 +83,20 @@ def human_bytes(n: float) -> str:
     return f"{int(n)} B"
 
 
-def _fabric(topology: LeafSpineTopology | FatTreeTopology | object) -> tuple[int, int, int, int, int]:
-    """(hosts, switches, links, host rate in bps, link hops of an inter-ToR path)."""
-    if isinstance(topology, LeafSpineTopology):
-        hosts = topology.leaves * topology.n_hosts_per_leaf
-        links = hosts + topology.leaves * topology.spines * topology.links_per_spine
-        hops = 4 if topology.leaves > 1 else 2
-        return hosts, topology.leaves + topology.spines, links, topology.host_rate, hops
-    if isinstance(topology, FatTreeTopology):
-        k = topology.k
-        return k**3 // 4, 5 * k * k // 4, 3 * k**3 // 4, topology.rate, 6
-    hosts = topology.servers * topology.gpus_per_server  # type: ignore[attr-defined]
-    switches = topology.spines + topology.gpus_per_server + topology.servers  # type: ignore[attr-defined]
-    links = topology.gpus_per_server * topology.spines + 2 * hosts  # type: ignore[attr-defined]
-    return hosts, switches, links, topology.nic_rate, 4  # type: ignore[attr-defined]
-
-
-def _workload(w: object, hosts: int, host_rate_bps: int, mtu: int) -> tuple[int, int, int]:
-    """(flows, bytes, extra memory in bytes) of one workload section, without generating it."""
-    if isinstance(w, PermutationWorkload):
-        return hosts, hosts * w.size, 0
-    if isinstance(w, IncastWorkload):
-        return w.senders, w.senders * w.size, 0
-    if isinstance(w, RandomPairsWorkload):
-        return w.flows, w.flows * w.size, 0
-    if isinstance(w, AllToAllWorkload):
-        m = w.hosts or hosts
-        return m * (m - 1), m * (m - 1) * w.size, 0
-    if isinstance(w, CollectiveWorkload):
-        m = w.hosts or hosts
-        steps = {"allreduce": 2 * (m - 1), "allgather": m - 1, "reducescatter": m - 1}.get(w.collective)
-        if steps is None:  # all-to-all: size / m per ordered pair
-            return m * (m - 1), m * (m - 1) * max(1, w.size // m), 0
-        return steps * m, steps * w.size, 0
-    if isinstance(w, CdfWorkload):
-        mean_bytes = _cdf_mean_bytes(w.cdf)
-        # Poisson arrivals: aggregate rate = load x capacity / mean size (workload.cdf.poisson_flows).
-        flows = math.ceil(w.load * host_rate_bps * hosts / (8 * mean_bytes) * w.duration / 1e12)
-        return flows, math.ceil(flows * mean_bytes), 0
-    if isinstance(w, (MoeWorkload, RailAllToAllWorkload)):
-        g = hosts
-        phases = 2 if getattr(w, "phase", "") == "both" else 1
-        if isinstance(w, MoeWorkload):
-            from spraylab.workload.build import MOE_PRESETS
-
-            model = MOE_PRESETS[w.model]
-            phase_bytes = g * w.tokens_per_gpu * model.top_k * model.hidden * w.bytes_per_element
-            routing = g * w.tokens_per_gpu * model.n_experts * ROUTING_BYTES_PER_TOKEN_EXPERT
-        else:
-            phase_bytes, routing = g * (g - 1) * w.size, 0
-        total = phases * RAIL_BYTES_FACTOR * phase_bytes
-        flows = phases * (2 * g * g + 3 * RAIL_BYTES_FACTOR * phase_bytes // w.chunk)
-        return flows, total, routing + phases * g * g * RAIL_MATRIX_BYTES_PER_PAIR
-    raise TypeError(f"no size estimate for workload {w!r}")  # pragma: no cover - union is closed
-
-
-@functools.cache
-def _cdf_mean_bytes(name: str) -> float:
-    # Cached: a sweep estimates every point, and each load reads the distribution's file.
-    from spraylab.workload.cdf import FlowSizeCdf
-
-    return FlowSizeCdf.load(name).mean_bytes()
-
-
 def estimate(scenario: Scenario) -> Estimate:
     """Hosts, switches, ports, flows, packets, events and memory of a run of ``scenario``."""
-    hosts, switches, links, host_rate_bps, hops = _fabric(scenario.topology)
+    fabric = scenario.topology.estimate_size()
+    hosts, switches, hops = fabric.hosts, fabric.switches, fabric.hops
     t = scenario.transport
-    ports = 2 * links
+    ports = 2 * fabric.links
     flows = total_bytes = extra = 0
     for w in scenario.workload:
-        f, b, e = _workload(w, hosts, host_rate_bps, t.mtu)
-        flows, total_bytes, extra = flows + f, total_bytes + b, extra + e
+        size = w.estimate_size(hosts, fabric.host_rate_bps)
+        flows, total_bytes, extra = (
+            flows + size.flows,
+            total_bytes + size.total_bytes,
+            extra + size.memory_bytes,
+        )
     packets = flows + total_bytes // t.mtu  # >= the sum of ceil(size / MTU) over the flows
     # ack_every = 0 coalesces by bytes or time only: at most one ACK per packet still bounds it.
     acks_per_packet = 1 / t.ack_every if t.ack_every else 1.0
@@ -184,7 +107,7 @@ def estimate(scenario: Scenario) -> Estimate:
         + ports * PORT_BYTES
         + (hosts + switches) * hosts * ROUTE_SLOT_BYTES
         + flows * FLOW_BYTES
-        + packets * PACKET_STATE_BYTES[t.recovery]
+        + packets * PACKET_STATE_BYTES.get(t.recovery, max(PACKET_STATE_BYTES.values()))
         + queued * QUEUED_PACKET_BYTES
         + extra
     )

@@ -463,9 +463,13 @@ def validate_command(
 
 @app.command("list")
 def list_command() -> None:
-    """List schemes, topologies, workloads and presets."""
-    from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Workload
+    """List schemes, topologies, workloads, rail strategies, transport modes and presets."""
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
+    from spraylab.topology.base import TOPOLOGIES
+    from spraylab.transport.registry import cc_modes, recovery_modes
+    from spraylab.workload.base import WORKLOADS
+    from spraylab.workload.cdf import FlowSizeCdf
+    from spraylab.workload.rail_strategies import STRATEGIES
 
     load_builtin_schemes()
     table = Table(title="load-balancing schemes (lb.scheme)", title_justify="left")
@@ -476,25 +480,29 @@ def list_command() -> None:
         params = ", ".join(f"{k}={v.default!r}" for k, v in cls.Params.model_fields.items()) or "-"
         table.add_row(name, cls.where, escape(cls.summary), escape(params))
     console.print(table)
-    import typing
-
-    topo = Table(title="topologies (topology.kind)", title_justify="left")
-    topo.add_column("kind")
-    topo.add_column("keys")
-    for model in (LeafSpineTopology, FatTreeTopology, RailTopology):
-        kind = typing.get_args(model.model_fields["kind"].annotation)[0]
-        topo.add_row(kind, ", ".join(k for k in model.model_fields if k != "kind"))
-    console.print(topo)
-    work = Table(title="workloads (workload.kind)", title_justify="left")
-    work.add_column("kind")
-    work.add_column("keys")
-    union = typing.get_args(typing.get_args(Workload)[0])
-    for model in union:
-        kind = typing.get_args(model.model_fields["kind"].annotation)[0]
-        work.add_row(kind, ", ".join(k for k in model.model_fields if k != "kind"))
-    console.print(work)
-    from spraylab.workload.cdf import FlowSizeCdf
-
+    for title, registry in (
+        ("topologies (topology.kind)", TOPOLOGIES),
+        ("workloads (workload.kind)", WORKLOADS),
+    ):
+        kinds = Table(title=title, title_justify="left")
+        for col in ("kind", "what it is", "keys"):
+            kinds.add_column(col)
+        for kind in registry.kinds():
+            model = registry.models[kind]
+            keys = ", ".join(k for k in model.model_fields if k != "kind")
+            kinds.add_row(kind, escape(model.summary), escape(keys))
+        console.print(kinds)
+    for title, column, names in (
+        ("rail strategies (workload.strategy)", "strategy", {n: st.summary for n, st in STRATEGIES.items()}),
+        ("loss recovery (transport.recovery)", "mode", recovery_modes()),
+        ("congestion control (transport.cc)", "mode", cc_modes()),
+    ):
+        modes = Table(title=title, title_justify="left")
+        modes.add_column(column)
+        modes.add_column("what it does")
+        for name, summary in names.items():
+            modes.add_row(name, escape(summary))
+        console.print(modes)
     console.print(f"flow-size distributions (workload.cdf): {', '.join(FlowSizeCdf.names())}")
     console.print(f"presets (use in place of a scenario file): {', '.join(preset_names())}")
 

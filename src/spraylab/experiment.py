@@ -10,93 +10,32 @@ from typing import Any
 
 from spraylab import provenance
 from spraylab.budget import check as check_budget
-from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Scenario, ScenarioError
+from spraylab.config import Scenario, ScenarioError
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import make_lb
 from spraylab.metrics.collect import collect, ideal_fct_ps
 from spraylab.metrics.fct_bound import fct_lower_bounds_ps
 from spraylab.metrics.result import Result
 from spraylab.net.network import Network, SwitchParams
+from spraylab.topology.base import TopologySection
 from spraylab.topology.fabric import Fabric
-from spraylab.topology.fat_tree import fat_tree
-from spraylab.topology.leaf_spine import leaf_spine
-from spraylab.topology.rail import rail_optimized
-from spraylab.transport.params import DcqcnParams, TransportParams
+from spraylab.transport.params import TransportParams
 from spraylab.workload.build import GroupInfo, build_flows
 from spraylab.workload.rail_strategies import lb_override
 
 ProgressFn = Callable[[Simulator, float], None]
 
 
-def build_fabric(topology: LeafSpineTopology | FatTreeTopology | RailTopology) -> Fabric:
-    if isinstance(topology, LeafSpineTopology):
-        return leaf_spine(
-            topology.leaves,
-            topology.spines,
-            topology.n_hosts_per_leaf,
-            topology.host_rate,
-            topology.uplink_rate or topology.host_rate,
-            topology.link_delay,
-            topology.links_per_spine,
-        )
-    if isinstance(topology, FatTreeTopology):
-        return fat_tree(topology.k, topology.rate, topology.link_delay)
-    return rail_optimized(
-        topology.servers,
-        topology.gpus_per_server,
-        topology.spines,
-        topology.nic_rate,
-        topology.spine_rate or topology.nic_rate,
-        topology.nvlink_rate,
-        topology.link_delay,
-        topology.nvlink_delay,
-    )
+def build_fabric(topology: TopologySection) -> Fabric:
+    return topology.build_fabric()
 
 
 def transport_params(scenario: Scenario) -> TransportParams:
-    t = scenario.transport
-    d = t.dcqcn
-    return TransportParams(
-        cc=t.cc,
-        recovery=t.recovery,
-        mtu_bytes=t.mtu,
-        ooo_bitmap_packets=t.ooo_bitmap,
-        cnp_on_ooo=t.cnp_on_ooo,
-        nack_timer_ps=t.nack_timer,
-        rto_ps=t.rto,
-        ack_every=t.ack_every,
-        ack_every_bytes=t.ack_every_bytes,
-        ack_delay_ps=t.ack_delay,
-        window_bytes=t.window,
-        dcqcn=DcqcnParams(
-            g=d.g,
-            alpha_timer_ps=d.alpha_timer,
-            rate_decrease_interval_ps=d.rate_decrease_interval,
-            increase_timer_ps=d.increase_timer,
-            byte_counter_bytes=d.byte_counter,
-            fast_recovery_rounds=d.fast_recovery_rounds,
-            rate_ai_bps_per_100g=d.rate_ai_per_100g,
-            rate_hai_bps_per_100g=d.rate_hai_per_100g,
-            min_rate_bps=d.min_rate,
-            cnp_interval_ps=d.cnp_interval,
-        ),
-    )
+    return scenario.transport.to_params()
 
 
 def switch_params(scenario: Scenario) -> SwitchParams:
-    s = scenario.switch
-    return SwitchParams(
-        buffer_bytes=s.buffer,
-        dt_alpha=s.dt_alpha,
-        lossless=s.lossless,
-        pfc_xoff_bytes=s.pfc_xoff,
-        pfc_xon_bytes=s.pfc_xon,
-        ecn=s.ecn,
-        ecn_kmin_bytes_per_100g=s.ecn_kmin_per_100g,
-        ecn_kmax_bytes_per_100g=s.ecn_kmax_per_100g,
-        ecn_pmax=s.ecn_pmax,
-        ecn_mark_at=s.ecn_mark_at,
-    )
+    return scenario.switch.to_params()
 
 
 @dataclass

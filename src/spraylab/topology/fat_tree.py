@@ -1,9 +1,43 @@
-"""Three-tier k-ary fat-tree (Al-Fares et al.): k pods of k/2 edge and k/2 aggregation
-switches, (k/2)^2 core switches, k^3/4 hosts."""
+"""Three-tier k-ary fat-tree (Al-Fares et al.): ``topology.kind = "fat_tree"``. k pods of k/2
+edge and k/2 aggregation switches, (k/2)^2 core switches, k^3/4 hosts."""
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from spraylab.config_types import RateBps, TimePs
+from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
+
+
+@register
+class FatTreeTopology(TopologySection):
+    summary = "three-tier k-ary fat-tree (Al-Fares): k pods, (k/2)^2 cores, k^3/4 hosts"
+
+    kind: Literal["fat_tree"] = "fat_tree"
+    k: int = Field(default=8, ge=2)
+    rate: RateBps = 100_000_000_000
+    link_delay: TimePs = 1_000_000
+    events: list[LinkEvent] = []
+
+    @field_validator("k")
+    @classmethod
+    def _even(cls, k: int) -> int:
+        if k % 2:
+            raise ValueError(f"topology.k = {k}: a fat-tree needs an even k")
+        return k
+
+    def n_hosts(self) -> int:
+        return self.k**3 // 4
+
+    def build_fabric(self) -> Fabric:
+        return fat_tree(self.k, self.rate, self.link_delay)
+
+    def estimate_size(self) -> FabricSize:
+        k = self.k
+        return FabricSize(k**3 // 4, 5 * k * k // 4, 3 * k**3 // 4, self.rate, 6)
 
 
 def fat_tree(k: int, rate_bps: int, delay_ps: int) -> Fabric:

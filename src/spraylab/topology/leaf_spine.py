@@ -1,8 +1,70 @@
-"""Two-tier leaf-spine (Clos) fabric."""
+"""Two-tier leaf-spine (Clos) fabric: ``topology.kind = "leaf_spine"`` (the default kind)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from spraylab.config_types import RateBps, TimePs
+from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
+
+
+@register
+class LeafSpineTopology(TopologySection):
+    summary = "two-tier Clos: leaves x spines, hosts per leaf, parallel links for oversubscription"
+
+    kind: Literal["leaf_spine"] = "leaf_spine"
+    leaves: int = Field(default=8, ge=1)
+    spines: int = Field(default=8, ge=1)
+    hosts_per_leaf: int | None = Field(default=None, ge=1)
+    hosts: int | None = Field(default=None, ge=2)
+    host_rate: RateBps = 400_000_000_000
+    uplink_rate: RateBps | None = None
+    links_per_spine: int = Field(default=1, ge=1)
+    link_delay: TimePs = 1_000_000
+    events: list[LinkEvent] = []
+
+    @model_validator(mode="after")
+    def _hosts(self) -> LeafSpineTopology:
+        if self.hosts is not None:
+            if self.hosts % self.leaves:
+                raise ValueError(
+                    f"topology.hosts = {self.hosts}: must be divisible by topology.leaves = {self.leaves}"
+                )
+            if self.hosts_per_leaf is not None and self.hosts_per_leaf * self.leaves != self.hosts:
+                raise ValueError(
+                    f"topology.hosts = {self.hosts}: contradicts hosts_per_leaf x leaves = "
+                    f"{self.hosts_per_leaf * self.leaves}; give only one of them"
+                )
+        return self
+
+    @property
+    def n_hosts_per_leaf(self) -> int:
+        if self.hosts_per_leaf is not None:
+            return self.hosts_per_leaf
+        return self.hosts // self.leaves if self.hosts is not None else 8
+
+    def n_hosts(self) -> int:
+        return self.leaves * self.n_hosts_per_leaf
+
+    def build_fabric(self) -> Fabric:
+        return leaf_spine(
+            self.leaves,
+            self.spines,
+            self.n_hosts_per_leaf,
+            self.host_rate,
+            self.uplink_rate or self.host_rate,
+            self.link_delay,
+            self.links_per_spine,
+        )
+
+    def estimate_size(self) -> FabricSize:
+        hosts = self.n_hosts()
+        links = hosts + self.leaves * self.spines * self.links_per_spine
+        hops = 4 if self.leaves > 1 else 2
+        return FabricSize(hosts, self.leaves + self.spines, links, self.host_rate, hops)
 
 
 def leaf_spine(

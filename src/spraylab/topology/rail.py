@@ -1,9 +1,52 @@
-"""Rail-optimized GPU cluster: M servers x N GPUs, NIC n of every server on rail leaf n,
-rail leaves meshed to spines, and one NVLink switch per server."""
+"""Rail-optimized GPU cluster: ``topology.kind = "rail"``. M servers x N GPUs, NIC n of every
+server on rail leaf n, rail leaves meshed to spines, and one NVLink switch per server."""
 
 from __future__ import annotations
 
+from typing import Literal
+
+from pydantic import Field
+
+from spraylab.config_types import RateBps, TimePs
+from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
+
+
+@register
+class RailTopology(TopologySection):
+    summary = "rail-optimized GPU cluster: servers x GPUs, NIC n on rail leaf n, NVLink per server"
+
+    kind: Literal["rail"] = "rail"
+    servers: int = Field(default=8, ge=2)
+    gpus_per_server: int = Field(default=8, ge=1)
+    spines: int = Field(default=8, ge=1)
+    nic_rate: RateBps = 400_000_000_000
+    spine_rate: RateBps | None = None
+    nvlink_rate: RateBps = 3_600_000_000_000
+    link_delay: TimePs = 1_000_000
+    nvlink_delay: TimePs = 250_000
+    events: list[LinkEvent] = []
+
+    def n_hosts(self) -> int:
+        return self.servers * self.gpus_per_server
+
+    def build_fabric(self) -> Fabric:
+        return rail_optimized(
+            self.servers,
+            self.gpus_per_server,
+            self.spines,
+            self.nic_rate,
+            self.spine_rate or self.nic_rate,
+            self.nvlink_rate,
+            self.link_delay,
+            self.nvlink_delay,
+        )
+
+    def estimate_size(self) -> FabricSize:
+        hosts = self.n_hosts()
+        switches = self.spines + self.gpus_per_server + self.servers
+        links = self.gpus_per_server * self.spines + 2 * hosts
+        return FabricSize(hosts, switches, links, self.nic_rate, 4)
 
 
 def rail_optimized(

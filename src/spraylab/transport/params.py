@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-RECOVERY_MODES = ("gbn", "sr", "ideal")
-CC_MODES = ("dcqcn", "none")
+from spraylab.transport.registry import cc_modes, recovery_modes
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +57,10 @@ class TransportParams:
     dcqcn: DcqcnParams = DcqcnParams()
 
     def __post_init__(self) -> None:
-        if self.recovery not in RECOVERY_MODES:
-            raise ValueError(f"transport.recovery = {self.recovery!r}: allowed {', '.join(RECOVERY_MODES)}")
-        if self.cc not in CC_MODES:
-            raise ValueError(f"transport.cc = {self.cc!r}: allowed {', '.join(CC_MODES)}")
+        if self.recovery not in recovery_modes():
+            raise ValueError(f"transport.recovery = {self.recovery!r}: allowed {', '.join(recovery_modes())}")
+        if self.cc not in cc_modes():
+            raise ValueError(f"transport.cc = {self.cc!r}: allowed {', '.join(cc_modes())}")
 
     @property
     def cnp_on_out_of_order(self) -> bool:

@@ -4,7 +4,8 @@ GPU (server d, index n) is host ``d * N + n``; its NIC sits on rail n, its NVLin
 server's NVLink switch. GPUs do not forward packets, so relaying through a peer GPU's NIC (PXN,
 RailS) is a *message* to that peer over NVLink followed by a message from the peer over its NIC,
 the second depending on the first (store and forward per message). Same-server traffic always
-goes GPU to GPU over NVLink, one message per pair. The four strategies (``docs/schemes.md``, RailS):
+goes GPU to GPU over NVLink, one message per pair. The four strategies (``docs/schemes.md``, RailS;
+registered in :data:`STRATEGIES`, which ``workload.strategy`` and ``spraylab list`` read):
 
 ``rail_local``
     One message per GPU pair, GPU (d,n) -> GPU (f,m) over NIC n; cross-rail pairs cross a spine
@@ -52,14 +53,16 @@ sender hit the same receiver at the same time.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import numpy as np
+from pydantic import AfterValidator
 
+from spraylab.config_types import one_of
 from spraylab.net.framing import data_wire_bytes
-from spraylab.rails.planner import DEFAULT_CHUNK_BYTES, DEFAULT_MTU_BYTES, STRATEGIES, RailPlan, plan_rails
+from spraylab.rails.planner import DEFAULT_CHUNK_BYTES, DEFAULT_MTU_BYTES, RailPlan, plan_rails
 from spraylab.workload.flows import FlowSpec
 
 if TYPE_CHECKING:
@@ -199,19 +202,8 @@ def rail_flows(
     nvlink_window = links.default_nvlink_window() if nvlink_window is None else nvlink_window
     b = _Builder(first_flow_id, start_ps, tuple(after), group)
     _same_server(b, d1, links)
-    if strategy in ("rail_local", "rail_spray"):
-        _direct(b, d1, links)
-    elif strategy == "rail_matched":
-        _rail_matched(b, d1, links, nvlink_window)
-    else:
-        b.out.plan = _rails(
-            b,
-            d1,
-            links,
-            plan_rails(d1, links.gpus_per_server, chunk_bytes, mtu_bytes),
-            lead_ps,
-            chunk_overhead_ps,
-        )
+    options = SendOptions(chunk_bytes, mtu_bytes, chunk_overhead_ps, nvlink_window, lead_ps)
+    b.out.plan = STRATEGIES[strategy].send(b, d1, links, options)
     return b.out
 
 
@@ -226,6 +218,46 @@ def lb_override(scenario: Scenario) -> Scenario:
 
 
 # --- strategies ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SendOptions:
+    """The knobs of :func:`rail_flows` a strategy may read."""
+
+    chunk_bytes: int
+    mtu_bytes: int
+    chunk_overhead_ps: int
+    nvlink_window: int
+    lead_ps: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RailStrategy:
+    """A registered rail strategy: ``send`` adds the off-server messages of ``d1`` (the
+    same-server NVLink messages are common to all) and returns the RailS plan, if any."""
+
+    name: str
+    summary: str
+    send: Callable[[_Builder, np.ndarray, RailLinks, SendOptions], RailPlan | None]
+
+
+STRATEGIES: dict[str, RailStrategy] = {}  # filled at the end of this module
+
+
+def register_strategy(strategy: RailStrategy) -> RailStrategy:
+    STRATEGIES[strategy.name] = strategy
+    return strategy
+
+
+def check_strategy(name: str) -> str:
+    """Validator of a ``strategy`` key: a registered strategy's name."""
+    if name not in STRATEGIES:
+        raise ValueError(f"unknown rail strategy; allowed: {one_of(list(STRATEGIES))}")
+    return name
+
+
+# A workload section's ``strategy`` key.
+RailStrategyName = Annotated[str, AfterValidator(check_strategy)]
 
 
 def _same_server(b: _Builder, d1: np.ndarray, links: RailLinks) -> None:
@@ -315,6 +347,44 @@ def _rails(
     for fid, relay, dst, size in last_hops:
         b.add(relay, dst, size, (fid,))
     return plan
+
+
+def _send_matched(b: _Builder, d1: np.ndarray, links: RailLinks, o: SendOptions) -> None:
+    _rail_matched(b, d1, links, o.nvlink_window)
+
+
+def _send_direct(b: _Builder, d1: np.ndarray, links: RailLinks, o: SendOptions) -> None:
+    _direct(b, d1, links)
+
+
+def _send_rails(b: _Builder, d1: np.ndarray, links: RailLinks, o: SendOptions) -> RailPlan:
+    plan = plan_rails(d1, links.gpus_per_server, o.chunk_bytes, o.mtu_bytes)
+    return _rails(b, d1, links, plan, o.lead_ps, o.chunk_overhead_ps)
+
+
+for _strategy in (
+    RailStrategy(
+        "rail_matched",
+        "NCCL PXN: bytes for GPU (f,m) gather on GPU (d,m) over NVLink, then one message on rail m",
+        _send_matched,
+    ),
+    RailStrategy(
+        "rail_local",
+        "one message per GPU pair on the sender's own NIC; cross-rail pairs cross a spine (lb picks it)",
+        _send_direct,
+    ),
+    RailStrategy(
+        "rail_spray",
+        "rail_local's messages sprayed per packet (an ecmp run switches to lb.scheme = 'rps')",
+        _send_direct,
+    ),
+    RailStrategy(
+        "rails",
+        "RailS: planned per-pair rail shares in chunks of at most `chunk` bytes, relayed over NVLink",
+        _send_rails,
+    ),
+):
+    register_strategy(_strategy)
 
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -1,0 +1,138 @@
+"""Bad scenarios as one line per problem: :class:`ScenarioError`, reading TOML files, and
+turning pydantic's report into lines that name the key, the value given and what is allowed."""
+
+from __future__ import annotations
+
+import tomllib
+import typing
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from spraylab.registry import KindRegistry
+from spraylab.topology.base import TOPOLOGIES
+from spraylab.workload.base import WORKLOADS
+
+# Sections whose model depends on their ``kind``: an unknown key there lists that kind's keys.
+_KIND_REGISTRIES: tuple[KindRegistry[Any], ...] = (TOPOLOGIES, WORKLOADS)
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; ``lines`` holds one message per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    """A TOML file as a dict; unreadable or malformed files raise a one-line ScenarioError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError([f"{path}: cannot read {what} file ({exc.strerror or exc})"]) from None
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(
+            [
+                f"{path}: not a text file (byte {exc.object[exc.start]:#04x} at offset {exc.start} is not "
+                f"UTF-8); a {what} file is TOML text"
+            ]
+        ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError([f"{path}: not valid TOML: {exc}"]) from None
+
+
+def format_errors(exc: ValidationError, data: dict[str, Any], root: type[BaseModel]) -> list[str]:
+    """One line per error of validating ``data`` (the raw dict) against ``root``."""
+    lines: list[str] = []
+    for error in exc.errors():
+        key, value = _loc(error, data)
+        kind = error["type"]
+        msg = str(error.get("msg", "")).removeprefix("Value error, ")
+        if kind == "extra_forbidden":
+            allowed = _allowed_keys(tuple(error["loc"]), data, root)
+            lines.append(
+                f"{key} = {value!r}: unknown key" + (f"; allowed keys: {allowed}" if allowed else "")
+            )
+        elif kind == "missing" and error["loc"] and isinstance(error["loc"][-1], int):
+            # An item of a fixed-length list (a link's two ends): show the list as given.
+            parent = key.rpartition("[")[0]
+            lines.append(f"{parent} = {value!r}: too few items (item {error['loc'][-1]} is missing)")
+        elif kind == "missing":
+            lines.append(f"{key}: missing; this section or key is required")
+        elif kind == "missing_kind":  # raised by spraylab.registry; the table itself is no help
+            lines.append(f"{key}: {msg}")
+        elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0] + ".")):
+            lines.append(msg)  # the message names its key already (cross-field checks)
+        else:
+            lines.append(f"{key} = {value!r}: {msg}" if key else msg)
+    return lines
+
+
+def _loc(error: Any, data: dict[str, Any]) -> tuple[str, Any]:
+    """Dotted key of an error (``workload[1].size``), and the offending input value."""
+    parts: list[str] = []
+    node: Any = data
+    for item in error["loc"]:
+        if isinstance(item, int):
+            if parts and isinstance(node, list):
+                parts[-1] = f"{parts[-1]}[{item}]"
+            elif parts and isinstance(node, dict):
+                continue  # a single table given for a list: no index to show
+        else:
+            parts.append(item)
+        if (
+            isinstance(node, dict)
+            and item in node
+            or isinstance(node, list)
+            and isinstance(item, int)
+            and item < len(node)
+        ):
+            node = node[item]
+        else:
+            node = None
+    return ".".join(parts), error.get("input")
+
+
+def _allowed_keys(raw_loc: tuple[Any, ...], data: dict[str, Any], root: type[BaseModel]) -> str:
+    """The keys the section holding an unknown key accepts (for a section with a ``kind``, the
+    keys of the kind given)."""
+    model: type[BaseModel] = root
+    node: Any = data
+    for item in raw_loc[:-1]:
+        if isinstance(item, int):
+            if isinstance(node, list):
+                node = node[item] if item < len(node) else None
+            continue  # a single table given for a list stays that table
+        model = _of_kind(model, node)
+        field = model.model_fields.get(item)
+        if field is None:
+            return ""
+        node = node.get(item) if isinstance(node, dict) else None
+        section = _section_model(field.annotation)
+        if section is not None:
+            model = section
+    return ", ".join(_of_kind(model, node).model_fields)
+
+
+def _of_kind(model: type[BaseModel], node: Any) -> type[BaseModel]:
+    for registry in _KIND_REGISTRIES:
+        if model is registry.base:
+            return registry.model_of(node) or model
+    return model
+
+
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The section model of a field: itself, or the item of a list or optional of one
+    (``topology.events`` is ``list[LinkEvent]``: an unknown key there lists LinkEvent's keys)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        found = _section_model(arg)
+        if found is not None:
+            return found
+    return None
