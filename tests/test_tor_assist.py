@@ -55,19 +55,18 @@ def into_leaf1(rounds: int, size: int) -> list[FlowSpec]:
 def lossy(net, a: str, b: str, p: float, seed: int = 99) -> list[int]:
     """Drop each data packet arriving over link a->b with probability p; returns [drops]."""
     port = net.link_ports[(a, b)][0]
-    deliver = port.receive_at_peer
     rnd = random.Random(seed).random
     sim = net.sim
     dropped = [0]
 
-    def receive(pkt: Packet) -> None:
+    def tap(pkt: Packet) -> bool:
         if pkt.kind == DATA and rnd() < p:
             dropped[0] += 1
             sim_drop(sim, pkt, RANDOM_LOSS, port)
-            return
-        deliver(pkt)
+            return False
+        return True
 
-    port.receive_at_peer = receive
+    port.link.add_tap(tap)
     return dropped
 
 
