@@ -15,7 +15,7 @@ from simutil import US, make_net, run_flows, small_leaf_spine
 
 from spraylab.lb.base import REGISTRY, load_builtin_schemes
 from spraylab.metrics.paths import flow_path
-from spraylab.net import network as network_module
+from spraylab.net import link as link_module
 from spraylab.net.drops import RANDOM_LOSS
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.packet import DATA, NACK
@@ -386,7 +386,7 @@ def test_own_loss_detection_resends_only_lost_packets() -> None:
     sim, net = make_net(fabric, "dfs", {"loss_detection": "dfs"}, seed=7, recovery="sr")
     net.schedule_link_loss(0, "leaf0", "spine1", 0.01)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(network_module, "sim_drop", record)  # link losses
+        mp.setattr(link_module, "sim_drop", record)  # link losses
         assert run_flows(sim, net, flows) == "done"  # every byte delivered
     assert lost_data
     repaired = sum(qp.retx_packets - qp.rx.spurious for qp in net.qps)
@@ -404,27 +404,25 @@ def test_lost_nack_with_a_full_window_is_probed_not_timed_out(loss_detection: st
     (qp,) = net.add_flows([FlowSpec(0, 0, 2, 4_000_000)])
     lost: list[str] = []
     src_port = qp.nic.port
-    deliver_data = src_port.receive_at_peer
 
-    def drop_data(pkt) -> None:
+    def drop_data(pkt) -> bool:
         if pkt.kind == DATA and pkt.psn == 300 and not pkt.retx:
             lost.append("data")
             sim_drop(sim, pkt, RANDOM_LOSS, src_port)
-        else:
-            deliver_data(pkt)
+            return False
+        return True
 
     dst_port = net.hosts[qp.dst].route[qp.src].port
-    deliver_ctrl = dst_port.receive_at_peer
 
-    def drop_nacks(pkt) -> None:
+    def drop_nacks(pkt) -> bool:
         if pkt.kind == NACK and pkt.psn == 300:
             lost.append("nack")
             sim_drop(sim, pkt, RANDOM_LOSS, dst_port)
-        else:
-            deliver_ctrl(pkt)
+            return False
+        return True
 
-    src_port.receive_at_peer = drop_data
-    dst_port.receive_at_peer = drop_nacks
+    src_port.link.add_tap(drop_data)
+    dst_port.link.add_tap(drop_nacks)
     assert run_flows(sim, net, []) == "done"
     assert lost[0] == "data" and "nack" in lost
     line_rate_ps = 4_000_000 * 8 * 10  # the payload alone at 100 Gb/s: 320 us

@@ -61,16 +61,15 @@ def lose_first_copies(net, qp, psns: set[int]) -> None:
     """The first transmission of each PSN in ``psns`` of ``qp`` is lost on the source's host
     link (which every packet of the flow crosses, whatever the load balancer picks)."""
     port = qp.nic.port
-    deliver = port.receive_at_peer
     sim = net.sim
 
-    def receive(pkt) -> None:
+    def tap(pkt) -> bool:
         if pkt.kind == DATA and pkt.qp is qp and not pkt.retx and pkt.psn in psns:
             sim_drop(sim, pkt, RANDOM_LOSS, port)
-        else:
-            deliver(pkt)
+            return False
+        return True
 
-    port.receive_at_peer = receive
+    port.link.add_tap(tap)
 
 
 def totals(net) -> dict[str, int]:
@@ -149,19 +148,18 @@ def test_notice_comes_one_base_rtt_after_the_lost_packet_was_sent() -> None:
     sim, net = make_net(fabric, "ecmp", recovery="ideal", cc="none")
     (qp,) = net.add_flows([FlowSpec(0, 0, 2, 1_000_000)])  # cross-leaf: 4 hops each way
     port = qp.nic.port
-    deliver = port.receive_at_peer
     seen: dict[str, int] = {}
 
-    def receive(pkt) -> None:  # lose the first copy of PSN 30 on the host link
+    def tap(pkt) -> bool:  # lose the first copy of PSN 30 on the host link
         if pkt.kind == DATA and pkt.psn == 30:
             if not pkt.retx:
                 seen["sent"], seen["dropped"] = pkt.sent_ps, sim.now
                 sim_drop(sim, pkt, RANDOM_LOSS, port)
-                return
+                return False
             seen["resent"] = pkt.sent_ps
-        deliver(pkt)
+        return True
 
-    port.receive_at_peer = receive
+    port.link.add_tap(tap)
     assert run_flows(sim, net, []) == "done"
     # 4 hops of 1 us each way, a full data packet forward and an ACK frame back per hop.
     assert qp.return_ps == 4 * US + 4 * ACK_WIRE_BYTES * PS_PER_BYTE

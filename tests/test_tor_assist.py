@@ -55,19 +55,18 @@ def into_leaf1(rounds: int, size: int) -> list[FlowSpec]:
 def lossy(net, a: str, b: str, p: float, seed: int = 99) -> list[int]:
     """Drop each data packet arriving over link a->b with probability p; returns [drops]."""
     port = net.link_ports[(a, b)][0]
-    deliver = port.receive_at_peer
     rnd = random.Random(seed).random
     sim = net.sim
     dropped = [0]
 
-    def receive(pkt: Packet) -> None:
+    def tap(pkt: Packet) -> bool:
         if pkt.kind == DATA and rnd() < p:
             dropped[0] += 1
             sim_drop(sim, pkt, RANDOM_LOSS, port)
-            return
-        deliver(pkt)
+            return False
+        return True
 
-    port.receive_at_peer = receive
+    port.link.add_tap(tap)
     return dropped
 
 
@@ -193,18 +192,18 @@ def test_nack_filter_rules() -> None:
         assert t.data(psn, psn % 4, psn // 4) is False  # consumed: the program forwards itself
     assert [p.psn for p in t.to_host.sent] == [0, 1, 3]
     # NACK(2): 2 is still in flight on path 2 -> held
-    assert t.nack(2) is False and lb.nacks_held == 1 and lb.held_packets() == 1
-    assert t.nack(2) is False and lb.nacks_merged == 1  # the NIC's NACK timer repeats it: merged
+    assert t.nack(2) is False and lb.counters.nacks_held == 1 and lb.held_packets() == 1
+    assert t.nack(2) is False and lb.counters.nacks_merged == 1  # the NIC's NACK timer repeats it: merged
     # 2 arrives -> the held NACK is dropped; a late NACK(2) is stale
     t.data(2, 2, 0)
-    assert lb.nacks_dropped_passed == 1 and lb.held_packets() == 0
-    assert t.nack(2) is False and lb.nacks_dropped_stale == 1
+    assert lb.counters.nacks_dropped_passed == 1 and lb.held_packets() == 0
+    assert t.nack(2) is False and lb.counters.nacks_dropped_stale == 1
     # PSN 6 lost on path 2: NACK(6) held until path 2's next packet shows the seq gap
     for psn in (4, 5, 7):
         t.data(psn, psn % 4, psn // 4)
-    assert t.nack(6) is False and lb.nacks_held == 2
+    assert t.nack(6) is False and lb.counters.nacks_held == 2
     t.data(10, 2, 2)  # seq 1 missing on path 2, bracket (2, 10) contains 6
-    assert lb.path_gaps == 1 and lb.nacks_released_loss == 1
+    assert lb.counters.path_gaps == 1 and lb.counters.nacks_released_loss == 1
     assert [p.psn for p in t.to_sender.sent if p.kind == NACK] == [6]
     # the rest of round 2, then the retransmission of 6 and PSN 8: ePSN moves to 12, which
     # no path carried; once every path delivered a PSN above 12, NACK(12) is forwarded at once
@@ -213,15 +212,15 @@ def test_nack_filter_rules() -> None:
     assert t.nack(12) is False  # no path is past 12 yet: held
     for psn, path, seq in ((13, 1, 3), (14, 2, 3), (15, 3, 3)):
         t.data(psn, path, seq)
-    assert lb.nacks_released_loss == 1  # path 0 (at 8) could still carry 12
+    assert lb.counters.nacks_released_loss == 1  # path 0 (at 8) could still carry 12
     t.data(16, 0, 4)
-    assert lb.nacks_released_loss == 2  # every path past 12 (minmax = 13)
-    assert t.nack(12) is False and lb.nacks_held == 4  # recovery of 12 already requested: held
+    assert lb.counters.nacks_released_loss == 2  # every path past 12 (minmax = 13)
+    assert t.nack(12) is False and lb.counters.nacks_held == 4  # recovery of 12 already requested: held
     t.data(17, 1, 4)
     assert lb.held_packets() == 1  # no new evidence: still held
     # ... and, with no news at all, released after hold_timeout
     t.sim.run(until_ps=t.sim.now + 20 * US)
-    assert lb.nacks_timed_out == 1
+    assert lb.counters.nacks_timed_out == 1
     assert [p.psn for p in t.to_sender.sent if p.kind == NACK] == [6, 12, 12]
     assert lb.held_packets() == 0
 
@@ -236,16 +235,16 @@ def test_nack_filter_retargets_a_passed_nack_to_the_next_loss(retarget: bool) ->
     for psn in (0, 2, 3, 4, 6, 7):
         t.data(psn, psn % 4, psn // 4)
     t.data(9, 1, 2)  # path 1: seq 0 and 1 missing
-    assert t.lb.path_lost_packets == 2
+    assert t.lb.counters.path_lost_packets == 2
     assert t.nack(1) is True
     assert t.nack(1) is False  # retransmission requested: held
     t.data(1, 2, 2)  # the retransmission passes
     assert t.lb.held_packets() == 0
     nacks = [p.psn for p in t.to_sender.sent if p.kind == NACK]
     if retarget:
-        assert nacks == [5] and t.lb.nacks_retargeted == 1  # NACK(1) itself went out directly
+        assert nacks == [5] and t.lb.counters.nacks_retargeted == 1  # NACK(1) itself went out directly
     else:
-        assert nacks == [] and t.lb.nacks_dropped_passed == 1
+        assert nacks == [] and t.lb.counters.nacks_dropped_passed == 1
 
 
 def test_nack_filter_mirrors_the_nic_bitmap() -> None:
@@ -257,8 +256,8 @@ def test_nack_filter_mirrors_the_nic_bitmap() -> None:
     t.data(0, 0, 0)
     for psn in range(2, 129):
         t.data(psn, 2 + psn % 2, psn // 2 - 1)
-    assert t.lb.nic_discards == 1
-    assert t.nack(129) is True and t.lb.nacks_forwarded_loss == 1
+    assert t.lb.counters.nic_discards == 1
+    assert t.nack(129) is True and t.lb.counters.nacks_forwarded_loss == 1
 
 
 def test_reorder_resequences_and_flushes() -> None:
@@ -275,7 +274,7 @@ def test_reorder_resequences_and_flushes() -> None:
         t.data(psn, psn % 4, psn // 4)
     assert len(sent) == 4
     t.data(8, 0, 2)
-    assert t.lb.reseq_flush_loss == 1
+    assert t.lb.counters.reseq_flush_loss == 1
     assert [p.psn for p in sent[4:]] == [5, 6, 7, 8]  # flushed in order: the NIC NACKs 4
     # the retransmission of 4 passes at once; 5-8 were discarded by the NIC and are resent
     # by go-back-N: 10 waits for them, at most hold_timeout
@@ -284,7 +283,7 @@ def test_reorder_resequences_and_flushes() -> None:
     t.data(10, 2, 2)
     assert sent[-1].psn == 4 and t.lb.held_packets() == 1
     t.sim.run(until_ps=t.sim.now + 50 * US)
-    assert t.lb.reseq_flush_timeout == 1 and sent[-1].psn == 10
+    assert t.lb.counters.reseq_flush_timeout == 1 and sent[-1].psn == 10
     assert t.lb.stats()["reseq_peak_bytes"] == 4 * (data_wire_bytes(MTU))
 
 

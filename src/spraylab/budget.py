@@ -36,7 +36,7 @@ MEMORY_FRACTION = 0.5  # of what the process may use: the rest for the interpret
 #   per port: build() of 8 leaves x 8 vs 64 spines, 256 -> 1,152 ports, 0.53 -> 1.34 MB: 0.9 KB;
 #   per host: 128 vs 1,024 hosts, after the ports and the routing tables below: about 2 KB;
 #   routing: one 8-byte list slot per (host or switch, destination host) pair
-#     (Network._compute_routes: a table per switch and a route list per host, each n_hosts long);
+#     (Routing.compute: a table per switch and a route list per host, each n_hosts long);
 #   per packet of a flow's size: go-back-N and SR receivers 1 B (a bytearray of PSNs),
 #     ideal recovery 25 B (two int lists on the sender, one on the receiver): 16 x 4 MB vs 40 MB
 #     permutations, 0.16 -> 0.30 MB (gbn) and 0.54 -> 4.05 MB (ideal) for 140,625 more packets;

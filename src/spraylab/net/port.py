@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from spraylab.net.drops import BUFFER, LINK_DOWN, no_drops
+from spraylab.net.drops import BUFFER, no_drops
 from spraylab.net.packet import DATA, Packet
 
 if TYPE_CHECKING:
@@ -68,6 +68,7 @@ class Port:
         "owner",
         "peer_owner",
         "receive_at_peer",
+        "link",
         "rate_bps",
         "ps_per_byte",
         "delay_ps",
@@ -112,6 +113,7 @@ class Port:
         self.owner = owner
         self.peer_owner: Any = None
         self.receive_at_peer: Callable[[Packet], None] | None = None
+        self.link: Any = None  # its delivery stages (spraylab.net.link), which set receive_at_peer
         self.rate_bps = rate_bps
         self.ps_per_byte = ps_per_byte(rate_bps)
         self.delay_ps = delay_ps
@@ -160,11 +162,9 @@ class Port:
         and so is every data packet still queued on a dequeue-marking port (its delivery looks
         the callback up when it arrives). Packets that found the port idle and control frames
         already on the wire (at most one serialization plus the propagation delay) still
-        arrive. The check lives in the delivery callback so working links pay nothing for it."""
-        if not self.up:
-            return
-        self.up = False
-        self.receive_at_peer = _dropper(self)
+        arrive. The check is the link's first delivery stage (``spraylab.net.link``), so working
+        links pay nothing for it."""
+        self.link.fail()
 
     def queue_bytes(self) -> int:
         backlog = self.busy_until - self.sim.now
@@ -378,16 +378,6 @@ class IngressCounter:
         if self.pausing and self.bytes <= self.xon:
             self.pausing = False
             self.sim.after(self.delay_ps, self.upstream.resume)
-
-
-def _dropper(port: Port) -> Callable[[Packet], None]:
-    def drop(pkt: Packet) -> None:
-        if pkt.ingress is not None:  # lossless fabrics: free the PFC accounting too
-            pkt.ingress.release(pkt.size)
-            pkt.ingress = None
-        sim_drop(port.sim, pkt, LINK_DOWN, port)
-
-    return drop
 
 
 def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) -> None:
