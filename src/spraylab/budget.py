@@ -33,6 +33,8 @@ from spraylab.config import (
     Scenario,
     ScenarioError,
 )
+from spraylab.topology.imported import ImportedTopology
+from spraylab.workload.explicit import FlowsWorkload
 
 OVERRIDE = "set run.allow_large = true (CLI: --allow-large) to run it anyway"
 
@@ -109,6 +111,12 @@ def _fabric(topology: LeafSpineTopology | FatTreeTopology | object) -> tuple[int
         links = hosts + topology.leaves * topology.spines * topology.links_per_spine
         hops = 4 if topology.leaves > 1 else 2
         return hosts, topology.leaves + topology.spines, links, topology.host_rate, hops
+    if isinstance(topology, ImportedTopology):
+        fabric = topology.fabric()
+        # an inter-ToR path climbs to the top tier and back down: 2 host links + 2 per tier above 1
+        top = max(fabric.switch_tier.values(), default=1)
+        hops = 2 * top if len(set(fabric.host_tor)) > 1 else 2
+        return fabric.n_hosts, len(fabric.switch_tier), len(fabric.links), fabric.host_rate_bps, hops
     if isinstance(topology, FatTreeTopology):
         k = topology.k
         return k**3 // 4, 5 * k * k // 4, 3 * k**3 // 4, topology.rate, 6
@@ -140,6 +148,9 @@ def _workload(w: object, hosts: int, host_rate_bps: int, mtu: int) -> tuple[int,
         # Poisson arrivals: aggregate rate = load x capacity / mean size (workload.cdf.poisson_flows).
         flows = math.ceil(w.load * host_rate_bps * hosts / (8 * mean_bytes) * w.duration / 1e12)
         return flows, math.ceil(flows * mean_bytes), 0
+    if isinstance(w, FlowsWorkload):
+        rows = w.flow_rows
+        return len(rows), sum(r.size_bytes for r in rows), 0
     if isinstance(w, (MoeWorkload, RailAllToAllWorkload)):
         g = hosts
         phases = 2 if getattr(w, "phase", "") == "both" else 1

@@ -134,8 +134,12 @@ class RailTopology(Section):
     events: list[LinkEvent] = []
 
 
+# A fabric read from an htsim or ns-3 file (spraylab.formats); its own module, imported here
+# once the names it uses exist.
+from spraylab.topology.imported import ImportedTopology  # noqa: E402
+
 Topology = Annotated[
-    Union[LeafSpineTopology, FatTreeTopology, RailTopology],  # noqa: UP007
+    Union[LeafSpineTopology, FatTreeTopology, RailTopology, ImportedTopology],  # noqa: UP007
     Field(discriminator="kind"),
 ]
 
@@ -408,6 +412,9 @@ class RailAllToAllWorkload(Section):
     start: TimePs = 0
 
 
+# Explicit flows (inline, CSV, Parquet, htsim .cm, ns-3 flow.txt): one self-contained module.
+from spraylab.workload.explicit import FlowsWorkload  # noqa: E402
+
 Workload = Annotated[
     Union[  # noqa: UP007
         PermutationWorkload,
@@ -418,6 +425,7 @@ Workload = Annotated[
         CollectiveWorkload,
         MoeWorkload,
         RailAllToAllWorkload,
+        FlowsWorkload,
     ],
     Field(discriminator="kind"),
 ]
@@ -502,6 +510,9 @@ class Scenario(Section):
                         f"{where}.peers_in_flight = {w.peers_in_flight}: at most {ranks - 1} (the other "
                         f"ranks of a {ranks}-rank all-to-all); 0 = all of them at once"
                     )
+            if isinstance(w, FlowsWorkload):
+                w.check_fabric(n, getattr(self.topology, "host_of", None), where)
+                continue
             if isinstance(w, (MoeWorkload, RailAllToAllWorkload)) and not isinstance(
                 self.topology, RailTopology
             ):
@@ -524,7 +535,10 @@ class Scenario(Section):
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
-        return validate(read_toml(path, "scenario"), source=str(path))
+        from spraylab.files import relative_to
+
+        with relative_to(Path(path).resolve().parent):  # files it names are relative to it
+            return validate(read_toml(path, "scenario"), source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -543,7 +557,9 @@ class Scenario(Section):
         return self.output.name or f"{self.topology.kind}-{self.workload[0].kind}-{self.lb.scheme}"
 
 
-def n_hosts(topology: LeafSpineTopology | FatTreeTopology | RailTopology) -> int:
+def n_hosts(topology: LeafSpineTopology | FatTreeTopology | RailTopology | ImportedTopology) -> int:
+    if isinstance(topology, ImportedTopology):
+        return topology.n_hosts
     if isinstance(topology, LeafSpineTopology):
         return topology.leaves * topology.n_hosts_per_leaf
     if isinstance(topology, FatTreeTopology):
@@ -661,6 +677,8 @@ _TAGS = {
     "collective",
     "moe",
     "rail_alltoall",
+    "imported",
+    "flows",
 }
 
 
@@ -724,6 +742,8 @@ def _allowed_keys(raw_loc: tuple[Any, ...]) -> str:
         "collective": CollectiveWorkload,
         "moe": MoeWorkload,
         "rail_alltoall": RailAllToAllWorkload,
+        "imported": ImportedTopology,
+        "flows": FlowsWorkload,
     }
     model: Any = Scenario
     for item in raw_loc[:-1]:
@@ -779,7 +799,7 @@ def format_errors(exc: ValidationError, data: dict[str, Any]) -> list[str]:
             )
         elif kind == "union_tag_not_found":
             lines.append(f"{key}: missing 'kind'; allowed: {_kinds(key)}")
-        elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0] + ".")):
+        elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0].split("[")[0] + ".")):
             lines.append(msg)
         else:
             lines.append(f"{key} = {value!r}: {msg}" if key else msg)

@@ -19,6 +19,7 @@ from spraylab.metrics.result import Result
 from spraylab.net.network import Network, SwitchParams
 from spraylab.topology.fabric import Fabric
 from spraylab.topology.fat_tree import fat_tree
+from spraylab.topology.imported import ImportedTopology
 from spraylab.topology.leaf_spine import leaf_spine
 from spraylab.topology.rail import rail_optimized
 from spraylab.transport.params import DcqcnParams, TransportParams
@@ -28,7 +29,9 @@ from spraylab.workload.rail_strategies import lb_override
 ProgressFn = Callable[[Simulator, float], None]
 
 
-def build_fabric(topology: LeafSpineTopology | FatTreeTopology | RailTopology) -> Fabric:
+def build_fabric(topology: LeafSpineTopology | FatTreeTopology | RailTopology | ImportedTopology) -> Fabric:
+    if isinstance(topology, ImportedTopology):
+        return topology.fabric()
     if isinstance(topology, LeafSpineTopology):
         return leaf_spine(
             topology.leaves,

@@ -22,6 +22,7 @@ from spraylab.net.framing import data_wire_bytes
 from spraylab.topology.fabric import Fabric
 from spraylab.workload import collectives, moe, patterns
 from spraylab.workload.cdf import FlowSizeCdf, poisson_flows
+from spraylab.workload.explicit import FlowsWorkload
 from spraylab.workload.flows import FlowSpec
 from spraylab.workload.rail_strategies import RailLinks, rail_flows
 
@@ -88,6 +89,10 @@ def build_flows(
                     members, per_pair, first, name, w.start, peers_in_flight=w.peers_in_flight
                 )
             info = GroupInfo(name, w.collective, w.size, len(members))
+        elif isinstance(w, FlowsWorkload):
+            new = w.specs(first, name, fabric.info.get("host_of"))  # type: ignore[arg-type]
+            ranks = len({f.src for f in new} | {f.dst for f in new})
+            info = GroupInfo(name, "flows", sum(f.size_bytes for f in new), ranks)
         elif isinstance(w, (MoeWorkload, RailAllToAllWorkload)):
             new, phase_groups = rail_workload_flows(w, fabric, first, name, seed)
             flows.extend(new)
