@@ -40,6 +40,24 @@ SetOption = Annotated[
 ]
 
 
+FormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output: table (terminal), csv, markdown or json; csv and json carry raw numbers (ps, bps, bytes)",
+    ),
+]
+
+
+def check_format(fmt: str) -> str:
+    from spraylab.tables import FORMATS
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r}: unknown format; allowed: {', '.join(FORMATS)}")
+    return fmt
+
+
 class UsageError(Exception):
     """Bad command-line input: reported as one line, exit code 2."""
 
@@ -181,13 +199,14 @@ def fmt(value: Any, kind: str) -> str:
     return str(value)
 
 
-def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("metric")
-    for label in summaries:
-        table.add_column(escape(label), justify="right")  # labels like dfs[B=128] are not markup
+def summary_result(title: str, summaries: dict[str, dict[str, Any]], card: list[str] | None = None) -> Any:
+    """The summary rows of one or more runs as a :class:`spraylab.tables.ResultTable`."""
+    from spraylab.tables import ResultTable
+
+    table = ResultTable(title, list(summaries), card=list(card or []))
     for name, key, kind in SUMMARY_ROWS:
-        table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
+        values = [s.get(key) for s in summaries.values()]
+        table.add(name, key, kind, values, [fmt(v, kind) for v in values])
     # Collectives and MoE phases: completion time and bus bandwidth per group.
     group_keys = sorted({k for s in summaries.values() for k in s if k.startswith(("cct_ps[", "busbw_bps["))})
     if len(group_keys) == 1:  # one plain workload: its CCT is the completion row already
@@ -195,7 +214,23 @@ def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
     for key in group_keys:
         name = key.replace("cct_ps", "CCT").replace("busbw_bps", "busbw")
         kind = "time" if key.startswith("cct_ps") else "rate"
-        table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
+        values = [s.get(key) for s in summaries.values()]
+        table.add(name, key, kind, values, [fmt(v, kind) for v in values])
+    table.extra["summaries"] = summaries
+    return table
+
+
+def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
+    """The summary rows as one rich Table (all columns; the commands split wide ones)."""
+    result = summary_result(title, summaries)
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    for label in summaries:
+        table.add_column(
+            escape(label), justify="right", overflow="fold"
+        )  # labels like dfs[B=128] are not markup
+    for row in result.rows:
+        table.add_row(row.label, *row.texts)
     return table
 
 
@@ -228,20 +263,30 @@ def run_one(scenario: Scenario, label: str = "") -> Any:
 
 
 def compare_scenario(
-    scenario: Scenario, variants: list[tuple[str, dict[str, Any]]], out: Path | None
+    scenario: Scenario,
+    variants: list[tuple[str, dict[str, Any]]],
+    out: Path | None,
+    output_format: str = "table",
 ) -> dict[str, Any]:
     # Every variant validated before the first one runs (and before matplotlib loads).
     scenarios = [(label, variant_scenario(scenario, overrides)) for label, overrides in variants]
+    from spraylab.card import compare_card
     from spraylab.output import check_target, write_dir
     from spraylab.plots import slowdown_cdf, uplink_utilization
+    from spraylab.tables import render
+
+    card = compare_card(dict(scenarios))
 
     if out is not None:
         check_target(out, "compare")  # before the runs, not after
     results = {}
     for label, variant in scenarios:
         results[label] = run_one(variant, label)
-    console.print(
-        summary_table(f"{scenario.name}: {len(variants)} schemes", {k: r.summary for k, r in results.items()})
+    title = f"{scenario.name}: {len(variants)} schemes"
+    render(
+        output_format,
+        [summary_result(title, {k: r.summary for k, r in results.items()}, card.lines)],
+        console,
     )
     if out is not None:
 
@@ -249,13 +294,17 @@ def compare_scenario(
             for label, result in results.items():
                 (tmp / label.replace("/", "-")).mkdir()
                 result.write_files(tmp / label.replace("/", "-"))
-            slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown")
+            slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown", card.text)
             uplink_utilization(
-                results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization"
+                results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization", card.text
             )
 
         write_dir(out, "compare", fill)
-        console.print(f"results and plots in {out}/ (fct_slowdown_cdf.png, uplink_utilization.png)")
+        err_console.print(
+            f"results and plots in {out}/ (fct_slowdown_cdf.png, uplink_utilization.png)",
+            markup=False,
+            highlight=False,
+        )
     return results
 
 
@@ -270,21 +319,27 @@ def run_command(
         Path | None, typer.Option("--out", "-o", help="Save the result (Parquet + JSON) here")
     ] = None,
     allow_large: AllowLargeOption = False,
+    output_format: FormatOption = "table",
 ) -> None:
-    """Run one scenario and print its summary. Exit code 3 if the run stopped (time limit, event or
-    wall budget) before its workload finished."""
+    """Run one scenario and print its summary (with its scenario card). Exit code 3 if the run
+    stopped (time limit, event or wall budget) before its workload finished."""
+    from spraylab.card import card_lines_from_summary
     from spraylab.output import check_target, write_dir
+    from spraylab.tables import render
 
+    check_format(output_format)
     sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     target = out or (Path(sc.output.dir) if sc.output.dir else None)
     option = "--out" if out is not None else "output.dir ="
     if target is not None:
         check_target(target, "run", option)  # before the run, not after
     result = run_one(sc)
-    console.print(summary_table(sc.name, {sc.lb.scheme: result.summary}))
+    label = f"{sc.lb.scheme}/{sc.transport.recovery}"  # never the scheme without its recovery mode
+    table = summary_result(sc.name, {label: result.summary}, card_lines_from_summary(result.summary))
+    render(output_format, [table], console)
     if target is not None:
         write_dir(target, "run", result.write_files, option)
-        console.print(f"result saved in {target}/")
+        err_console.print(f"result saved in {target}/", markup=False, highlight=False)
     exit_if_incomplete({sc.name: result.summary})
 
 
@@ -320,15 +375,17 @@ def compare_command(
         typer.Option("--metrics", help="Sweep results: summary keys to show, e.g. slowdown_p99,fct_mean_ps"),
     ] = None,
     allow_large: AllowLargeOption = False,
+    output_format: FormatOption = "table",
 ) -> None:
     """Run one scenario under several schemes (table + plots), or tabulate a sweep's results
     directory: metric x scheme, mean ± 95% CI over seeds, ratio to a baseline, grouped by the other axes."""
+    check_format(output_format)
     if Path(scenario).is_dir():
         if lb is not None or set_ or out is not None:
             raise UsageError(
                 f"{scenario}: --lb, --set and --out apply to a scenario, not to a sweep results directory"
             )
-        compare_sweep(Path(scenario), baseline, _split(by), _split(metrics))
+        compare_sweep(Path(scenario), baseline, _split(by), _split(metrics), output_format)
         return
     if baseline is not None or by is not None or metrics is not None:
         raise UsageError(
@@ -336,7 +393,7 @@ def compare_command(
         )
     sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     results = compare_scenario(
-        sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}"
+        sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}", output_format
     )
     exit_if_incomplete({label: r.summary for label, r in results.items()})
 
@@ -347,10 +404,16 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def compare_sweep(
-    directory: Path, baseline: str | None, by: list[str] | None, metrics: list[str] | None
+    directory: Path,
+    baseline: str | None,
+    by: list[str] | None,
+    metrics: list[str] | None,
+    output_format: str = "table",
 ) -> None:
+    from spraylab.card import card_lines_from_summary
     from spraylab.report import METRIC_LABEL, ReportError, cell_text, compare_tables, sweep_data
     from spraylab.store import StoreError
+    from spraylab.tables import ResultTable, render
 
     try:
         data = sweep_data(directory, by)
@@ -358,9 +421,11 @@ def compare_sweep(
     except (ReportError, StoreError) as exc:
         raise UsageError(str(exc)) from None
     over = f"mean ± 95% CI over {data.over}" if data.over else "one run per cell"
-    console.print(
-        f"[bold]{escape(data.name)}[/]: {escape(data.status_line())}; {over}; ratios to {tables[0].baseline if tables else '-'}"
-    )
+    status = f"{data.name}: {data.status_line()}; {over}; ratios to {tables[0].baseline if tables else '-'}"
+    done = [p for p in data.points if p.status == "done"]
+    card = card_lines_from_summary(data.store.summary(done[0].key)) if done else []
+    if card:  # the first run's card; the swept keys differ between runs
+        card = [*card, f"varies across the runs: {', '.join(data.axes)}"]
     warning = data.version_warning()
     if warning:
         err_console.print(f"warning: {warning}", markup=False, highlight=False)
@@ -371,20 +436,37 @@ def compare_sweep(
             f"{summary.get('flows_completed')}/{summary.get('flows')} flows done",
             markup=False, highlight=False,
         )  # fmt: skip
-    for table in tables:
-        rt = Table(title=table.group.title, title_justify="left")
-        rt.add_column("metric")
+    out = []
+    for i, table in enumerate(tables):
+        columns = []
         for c in table.columns:
             note = f" {table.note(c)}" if table.note(c) else ""
-            rt.add_column(
-                f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}", justify="right"
-            )
+            columns.append(f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}")
+        rt = ResultTable(
+            table.group.title, columns, card=card if i == 0 else [], notes=[status] if i == 0 else []
+        )
+        if output_format in ("csv", "json"):
+            rt.columns = list(table.columns)  # plain column names; n and ratios are in the values
         for key, kind, cells in table.rows:
-            rt.add_row(
-                METRIC_LABEL.get(key, key),
-                *(cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)),
+            texts = [cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)]
+            means = [cell.estimate.mean for cell in cells]
+            rt.add(METRIC_LABEL.get(key, key), key, kind, means, texts)
+            if output_format in ("csv", "json"):
+                rt.add(f"{METRIC_LABEL.get(key, key)} 95% CI half-width", f"{key}:ci95", kind,
+                       [cell.estimate.half_width for cell in cells], texts)  # fmt: skip
+                rt.add(f"{METRIC_LABEL.get(key, key)} / baseline", f"{key}:ratio", "float",
+                       [cell.ratio for cell in cells], texts)  # fmt: skip
+        if output_format in ("csv", "json"):
+            rt.add(
+                "runs",
+                "n",
+                "int",
+                [table.n[c] for c in table.columns],
+                [str(table.n[c]) for c in table.columns],
             )
-        console.print(rt)
+            rt.extra["baseline"] = table.baseline
+        out.append(rt)
+    render(output_format, out, console)
 
 
 # DFS twice: with the RNIC's loss recovery (the spec's rule 6) and with its own (docs/results.md section 4).
