@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from spraylab.config import Scenario, ScenarioError
+from spraylab.formats.rows import FormatError
 from spraylab.output import OutputError
 from spraylab.progress import RunProgress
 
@@ -84,7 +85,36 @@ def preset_names() -> list[str]:
     )
 
 
+EXAMPLE_PREFIX = "example:"
+
+
+def examples_dir() -> Path:
+    """The example scenario files shipped in the package (the repository's scenarios/)."""
+    return Path(str(resources.files("spraylab") / "scenarios"))
+
+
+def example_names(sweeps: bool = False) -> list[str]:
+    """``core/permutation_ecmp``, ...: scenario files (or, with ``sweeps``, sweep files)."""
+    root = examples_dir()
+    names = [p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.toml")]
+    return sorted(n for n in names if n.startswith("sweeps/") == sweeps)
+
+
+def example_path(name: str, sweeps: bool = False) -> Path:
+    stem = name.removeprefix(EXAMPLE_PREFIX).removesuffix(".toml")
+    if stem not in example_names(sweeps):
+        kind = "sweep" if sweeps else "scenario"
+        raise UsageError(
+            f"{name!r}: no such example {kind}; examples: "
+            + ", ".join(EXAMPLE_PREFIX + n for n in example_names(sweeps))
+        )
+    return examples_dir() / f"{stem}.toml"
+
+
 def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
+    if path_or_preset.startswith(EXAMPLE_PREFIX):
+        scenario = Scenario.load(example_path(path_or_preset))
+        return scenario.with_overrides(overrides) if overrides else scenario
     path = Path(path_or_preset)
     if not path.exists() and path_or_preset in preset_names():
         path = Path(str(resources.files("spraylab.presets") / f"{path_or_preset}.toml"))
@@ -579,6 +609,25 @@ def list_command() -> None:
 
     console.print(f"flow-size distributions (workload.cdf): {', '.join(FlowSizeCdf.names())}")
     console.print(f"presets (use in place of a scenario file): {', '.join(preset_names())}")
+    examples = Table(title="example scenarios (spraylab run example:NAME)", title_justify="left")
+    examples.add_column("name")
+    examples.add_column("what it is")
+    for name in example_names():
+        examples.add_row(EXAMPLE_PREFIX + name, escape(_first_comment(examples_dir() / f"{name}.toml")))
+    console.print(examples)
+    sweeps = ", ".join(EXAMPLE_PREFIX + n for n in example_names(sweeps=True))
+    console.print(f"example sweeps (spraylab sweep example:NAME): {sweeps}", highlight=False)
+    console.print(f"(files in {examples_dir()})", highlight=False)
+
+
+def _first_comment(path: Path) -> str:
+    """The first comment line of a scenario file: what the example is."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") and line.strip("# ").strip():
+            return line.strip("# ").strip()
+        if line.strip() and not line.startswith("#"):
+            break
+    return ""
 
 
 @app.command("sweep")
@@ -628,6 +677,8 @@ def sweep_command(
         raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
     if address and executor != "ray":
         raise UsageError("--address: only meaningful with --executor ray")
+    if str(sweep).startswith(EXAMPLE_PREFIX):
+        sweep = example_path(str(sweep), sweeps=True)
     definition = Sweep.load(sweep, allow_large=allow_large)
     target = out or Path("out") / f"sweep-{definition.name}"
     check_target(target, "sweep")
@@ -724,6 +775,118 @@ def report_command(
     console.print(f"{len(report.plots)} plots and {report.html} written", highlight=False)
 
 
+@app.command("import")
+def import_command(
+    tool: Annotated[str, typer.Argument(help="The simulator the files come from: htsim or ns3")],
+    topology: Annotated[
+        Path | None,
+        typer.Option("--topology", "-t", help="htsim .topo fat-tree description, or ns-3 topology.txt"),
+    ] = None,
+    flows: Annotated[
+        Path | None, typer.Option("--flows", "-w", help="htsim connection matrix (.cm), or ns-3 flow.txt")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Scenario file to write (default: print it)")
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base", help="A scenario file or preset for the other sections (and a topology or flows)"
+        ),
+    ] = None,
+    ignore: Annotated[
+        str | None,
+        typer.Option(
+            "--ignore", help="htsim keys to read and drop, e.g. Queue_Up,Queue_Down (= topology.ignore)"
+        ),
+    ] = None,
+    set_: SetOption = None,
+) -> None:
+    """Write a scenario that runs an htsim or ns-3 topology and flow file as they are. Every
+    line is checked now; a field spraylab cannot model is an error naming its line."""
+    import tomli_w
+
+    from spraylab.card import scenario_card
+    from spraylab.formats.importer import import_scenario, read_base
+
+    if tool not in ("htsim", "ns3"):
+        raise UsageError(f"import {tool!r}: unknown simulator; allowed: htsim, ns3")
+    if topology is None and flows is None:
+        raise UsageError(f"import {tool}: give --topology and/or --flows")
+    if out is not None and out.exists():
+        raise UsageError(f"--out {out}: exists; refusing to overwrite it (remove it or choose another name)")
+    base_data = None
+    if base is not None:
+        base_data = read_base(str(example_path(base)) if base.startswith(EXAMPLE_PREFIX) else base)
+    data, scenario, notes = import_scenario(
+        tool, topology, flows, out, base_data, _split(ignore), parse_overrides(set_)
+    )
+    text = tomli_w.dumps(data)
+    header = (
+        f"# Imported from {tool} by spraylab import.\n# "
+        + "\n# ".join(scenario_card(scenario).lines)
+        + "\n\n"
+    )
+    for note in notes:
+        err_console.print(f"note: {note}", markup=False, highlight=False)
+    if out is None:
+        sys.stdout.write(header + text)
+        return
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(header + text, encoding="utf-8")
+    tmp.replace(out)
+    err_console.print(f"scenario written to {out}: spraylab run {out}", markup=False, highlight=False)
+
+
+@app.command("export")
+def export_command(
+    result: Annotated[Path, typer.Argument(help="A run's result directory (spraylab run --out DIR)")],
+    layout: Annotated[
+        str, typer.Option("--format", "-f", help="fct (ns-3 fct.txt layout) or htsim (per-flow finish lines)")
+    ] = "fct",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: print)")] = None,
+) -> None:
+    """Write a run's per-flow results as ns-3's fct.txt or htsim's finish lines."""
+    from spraylab.formats.export import export
+    from spraylab.metrics.result import Result
+
+    if layout not in ("fct", "htsim"):
+        raise UsageError(f"--format {layout!r}: unknown layout; allowed: fct, htsim")
+    if out is not None and out.exists():
+        raise UsageError(f"--out {out}: exists; refusing to overwrite it")
+    try:
+        loaded = Result.load(result)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    exported = export(loaded.flows, loaded.scenario, layout)
+    if exported.left_out:
+        err_console.print(
+            f"note: {exported.left_out} flows did not finish and are not listed",
+            markup=False,
+            highlight=False,
+        )
+    err_console.print(f"note: ids are {exported.ids}", markup=False, highlight=False)
+    if out is None:
+        sys.stdout.write(exported.text)
+    else:
+        out.write_text(exported.text, encoding="utf-8")
+
+
+@app.command("docs")
+def docs_command(
+    page: Annotated[
+        str, typer.Argument(help="config (configuration reference) or columns (column dictionary)")
+    ],
+) -> None:
+    """Print a generated documentation page (docs/config-reference.md, docs/columns.md)."""
+    from spraylab import docgen
+
+    pages = {"config": docgen.config_reference, "columns": docgen.column_dictionary}
+    if page not in pages:
+        raise UsageError(f"docs {page!r}: unknown page; allowed: {', '.join(pages)}")
+    sys.stdout.write(pages[page]())
+
+
 def _error(message: str) -> None:
     err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
 
@@ -735,7 +898,7 @@ def main() -> None:
         # Non-standalone mode hands back a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
-    except ScenarioError as exc:
+    except (ScenarioError, FormatError) as exc:
         for line in exc.lines:
             err_console.print(f"error: {line}", markup=False, highlight=False)
         sys.exit(2)

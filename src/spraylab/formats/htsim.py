@@ -268,7 +268,7 @@ def parse_topo(text: str, name: str, ignore: tuple[str, ...] = ()) -> FatTreeDes
                     raise field_error(
                         where, key, value,
                         "per-port queue sizes are not modelled (spraylab switches share one buffer, "
-                        f"[switch] buffer); add {key!r} to topology.ignore to drop it",
+                        f"[switch] buffer); add {key!r} to topology.ignore (spraylab import: --ignore) to drop it",
                     )  # fmt: skip
                 ignored.append(key)
                 continue
