@@ -50,3 +50,25 @@ def read_checked(path: str, sha256: str = "") -> tuple[Path, bytes, str]:
             f"says {sha256[:12]}...); remove the sha256 key to run the file as it is now"
         )
     return resolved, data, digest
+
+
+def absolutize(data: dict[str, object], directory: Path) -> dict[str, object]:
+    """A raw scenario dict whose file keys (``topology.file``, ``workload.file``) are made
+    absolute against ``directory``: for a sweep's base scenario, whose files are relative to
+    the base file, not to the sweep that names it."""
+
+    def fix(section: object) -> object:
+        if isinstance(section, dict) and isinstance(section.get("file"), str):
+            p = Path(section["file"]).expanduser()
+            return {**section, "file": str(p if p.is_absolute() else (directory / p).resolve())}
+        return section
+
+    out = dict(data)
+    if "topology" in out:
+        out["topology"] = fix(out["topology"])
+    workload = out.get("workload")
+    if isinstance(workload, list):
+        out["workload"] = [fix(w) for w in workload]
+    elif workload is not None:
+        out["workload"] = fix(workload)
+    return out

@@ -76,7 +76,9 @@ def import_scenario(
     return data, scenario, notes
 
 
-def read_base(path_or_preset: str) -> dict[str, Any]:
+def read_base(path: str) -> dict[str, Any]:
+    """A scenario file's sections, with the files it names made absolute (they are relative to it)."""
     from spraylab.config import read_toml
+    from spraylab.files import absolutize
 
-    return read_toml(path_or_preset, "scenario")
+    return absolutize(read_toml(path, "scenario"), Path(path).resolve().parent)
