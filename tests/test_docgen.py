@@ -69,3 +69,12 @@ def test_every_column_and_summary_key_is_documented() -> None:
     assert set(result.groups.columns) == set(docgen.GROUP_COLUMN_DOCS)
     missing = [k for k in result.summary if not _family(k, docgen.SUMMARY_KEY_DOCS)]
     assert not missing
+
+
+def test_every_key_says_what_it_is() -> None:
+    missing = []
+    for line in docgen.config_reference().splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if line.startswith("| `") and not cells[5]:
+            missing.append(cells[1])
+    assert not missing

@@ -89,6 +89,107 @@ def _default(field: FieldInfo, formatter: Any) -> str:
     return f"`{value!r}`"
 
 
+# What each key is, where the schema carries no description (field descriptions win). Kept here,
+# not in the models, so the schema modules stay as they are; tests/test_docgen.py fails when a
+# key of the schema has neither.
+KEY_DOCS: dict[str, str] = {
+    "topology.kind": "the fabric: leaf_spine, fat_tree, rail or imported",
+    "topology.leaves": "leaf (ToR) switches",
+    "topology.spines": "spine switches",
+    "topology.hosts_per_leaf": "hosts under each leaf (default 8, or hosts / leaves)",
+    "topology.hosts": "hosts in total (a multiple of leaves); give this or hosts_per_leaf",
+    "topology.host_rate": "host link rate",
+    "topology.uplink_rate": "leaf-spine link rate (default: the host rate)",
+    "topology.links_per_spine": "parallel links from each leaf to each spine",
+    "topology.link_delay": "propagation delay of every link, switch latency included",
+    "topology.k": "fat-tree arity: k pods, k^3/4 hosts",
+    "topology.rate": "rate of every link",
+    "topology.servers": "servers of the rail cluster",
+    "topology.gpus_per_server": "GPUs (and NICs, rails) per server",
+    "topology.nic_rate": "rate of a GPU's NIC (rail link)",
+    "topology.spine_rate": "rail leaf to spine link rate (default: the NIC rate)",
+    "topology.nvlink_rate": "a GPU's NVLink rate to its server's NVLink switch",
+    "topology.nvlink_delay": "NVLink hop delay",
+    "topology.events": "link failures, rate changes and random loss over time",
+    "topology.events[].at": "when the event starts",
+    "topology.events[].link": 'the two node names of the link, e.g. ["leaf0", "spine0"]',
+    "topology.events[].action": "down (fails), degrade (rate_fraction of its rate), loss (loss_rate per packet)",
+    "topology.events[].rate_fraction": "action degrade: the fraction of the base rate left",
+    "topology.events[].loss_rate": "action loss: probability each packet crossing the link is lost",
+    "topology.events[].convergence": "action down: routing removes the link this long after it fails",
+    "switch.buffer": "shared buffer per switch",
+    "switch.dt_alpha": "dynamic-threshold alpha: a port may queue alpha x the free buffer",
+    "switch.lossless": "PFC: pause upstream instead of dropping",
+    "switch.pfc_xoff": "PFC pause threshold per ingress (0 = max(64 KiB, buffer / (4 x ports)))",
+    "switch.pfc_xon": "PFC resume threshold (0 = max(XOFF - 4 x 4160 B, XOFF / 2))",
+    "switch.ecn": "ECN marking (RED on the instantaneous queue)",
+    "switch.ecn_kmin_per_100g": "Kmin per 100 Gb/s of port rate: no mark below",
+    "switch.ecn_kmax_per_100g": "Kmax per 100 Gb/s: always mark above",
+    "switch.ecn_pmax": "marking probability at Kmax",
+    "switch.ecn_mark_at": "where the queue is sampled: dequeue (bytes behind) or enqueue (bytes ahead)",
+    "transport.cc": "congestion control",
+    "transport.recovery": "RNIC loss recovery: go-back-N, selective repeat, or the ideal reference",
+    "transport.mtu": "payload per data packet",
+    "transport.ooo_bitmap": "selective repeat: out-of-order window, packets",
+    "transport.cnp_on_ooo": "an out-of-order arrival triggers a CNP (default: on for go-back-N, as ConnectX)",
+    "transport.nack_timer": "at most one NACK per expected PSN within this time",
+    "transport.rto": "retransmission timeout, from the last progress",
+    "transport.ack_every": "an ACK per this many accepted packets (0 = off)",
+    "transport.ack_every_bytes": "an ACK per this many payload bytes (0 = off)",
+    "transport.ack_delay": "an ACK this long after the first unacknowledged packet (0 = off)",
+    "transport.window": "cap on bytes in flight per flow (0 = none)",
+    "transport.dcqcn": "DCQCN reaction-point parameters (docs/congestion-control.md)",
+    "transport.dcqcn.g": "alpha's EWMA gain",
+    "transport.dcqcn.alpha_timer": "alpha update period",
+    "transport.dcqcn.rate_decrease_interval": "at most one rate cut per this period",
+    "transport.dcqcn.increase_timer": "rate-increase timer",
+    "transport.dcqcn.byte_counter": "rate-increase byte counter",
+    "transport.dcqcn.fast_recovery_rounds": "increase events of fast recovery",
+    "transport.dcqcn.rate_ai_per_100g": "additive increase per 100 Gb/s of line rate",
+    "transport.dcqcn.rate_hai_per_100g": "hyper increase per 100 Gb/s of line rate",
+    "transport.dcqcn.min_rate": "lowest rate a cut reaches",
+    "transport.dcqcn.cnp_interval": "receiver: at most one CNP per this time",
+    "lb.granularity": "packet: decide per packet; flow: at the flow's first packet at each switch, then keep it",
+    "workload.kind": "what traffic: see the kinds below",
+    "workload.size": "message size (all_to_all, random_pairs: per flow; collective: the whole buffer, as nccl-tests; rail_alltoall: per GPU pair)",
+    "workload.start": "when the workload starts",
+    "workload.cross_tor": "permutation: never pair two hosts of one ToR when avoidable",
+    "workload.senders": "incast: senders, drawn at random",
+    "workload.receiver": "incast: the receiving host id",
+    "workload.hosts": "the first N hosts take part (0 = every host)",
+    "workload.peers_in_flight": "all-to-all: peers a rank sends to at once (0 = all)",
+    "workload.flows": "random_pairs: flows",
+    "workload.cdf": "flow-size distribution (spraylab list shows them)",
+    "workload.load": "offered load as a fraction of the host links",
+    "workload.duration": "cdf: Poisson arrivals over this long",
+    "workload.collective": "which collective",
+    "workload.model": "MoE model preset",
+    "workload.tokens_per_gpu": "tokens each GPU routes",
+    "workload.bytes_per_element": "bytes per hidden-state element",
+    "workload.zipf_s": "expert popularity skew (Zipf exponent; 0 = uniform)",
+    "workload.dirichlet_alpha": "expert popularity from a Dirichlet draw (instead of zipf_s)",
+    "workload.seed_offset": "the routing seed is run.seed + this",
+    "workload.phase": "dispatch, combine, or both",
+    "workload.expert_compute": "phase both: combine starts this long after the dispatch ends",
+    "workload.strategy": "rail strategy that sends the traffic matrix (docs/rails.md)",
+    "workload.chunk": "RailS: largest chunk",
+    "workload.chunk_overhead": "RailS: each rail's sender posts at most one chunk per this time",
+    "run.seed": "the run's seed (every random draw derives from it)",
+    "run.time_limit": "simulated-time limit",
+    "run.max_events": "event budget (0 = none)",
+    "run.max_wall_s": "wall-clock budget, seconds (0 = none)",
+    "run.stop": "workload: stop when every flow is done; time: run to time_limit",
+    "run.progress": "show progress while running",
+    "run.allow_large": "skip the size guard (memory, flow and packet caps)",
+    "output.name": "the run's name (default topology-workload-scheme)",
+    "output.dir": "save the result here (as run --out)",
+}
+
+
+def _describe(key: str, field: FieldInfo) -> str:
+    return field.description or KEY_DOCS.get(key, "")
+
+
 def _cell(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
@@ -102,7 +203,7 @@ def _model_rows(model: type[BaseModel], prefix: str) -> list[str]:
         if unit is not None:
             kind = unit[0]
         allowed = _constraints(field)
-        desc = field.description or ""
+        desc = _describe(f"{prefix}{name}", field)
         annotation = field.annotation
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
             nested.append((annotation, f"{prefix}{name}."))
