@@ -593,7 +593,9 @@ def list_command() -> None:
     topo = Table(title="topologies (topology.kind)", title_justify="left")
     topo.add_column("kind")
     topo.add_column("keys")
-    for model in (LeafSpineTopology, FatTreeTopology, RailTopology):
+    from spraylab.topology.imported import ImportedTopology
+
+    for model in (LeafSpineTopology, FatTreeTopology, RailTopology, ImportedTopology):
         kind = typing.get_args(model.model_fields["kind"].annotation)[0]
         topo.add_row(kind, ", ".join(k for k in model.model_fields if k != "kind"))
     console.print(topo)
