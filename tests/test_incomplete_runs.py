@@ -103,9 +103,10 @@ def test_cli_run_of_an_unfinished_workload_exits_3_and_saves_it_marked(tmp_path:
     proc = invoke("run", "s.toml", "--set", 'run.time_limit="8us"', "--out", "r", cwd=tmp_path)
     assert "Traceback" not in proc.stderr
     assert proc.returncode == 3, (proc.returncode, proc.stderr)
+    # messages (the saved-result note, then the incomplete line) on stderr, the table on stdout
     message = " ".join(proc.stderr.split())
-    assert message.startswith("incomplete:") and "stopped by time_limit" in message
-    assert "flows censored" in proc.stdout
+    assert message.startswith("result saved in r/ incomplete:") and "stopped by time_limit" in message
+    assert "flows censored" in proc.stdout and "incomplete:" not in proc.stdout
     saved = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert saved["completed"] is False and saved["stop_reason"] == "time_limit"
     assert saved["flows_censored"] == 16 - saved["flows_completed"] > 0

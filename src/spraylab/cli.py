@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from spraylab.config import Scenario, ScenarioError
+from spraylab.formats.rows import FormatError
 from spraylab.output import OutputError
 from spraylab.progress import RunProgress
 
@@ -38,6 +39,24 @@ SetOption = Annotated[
         "--set", "-s", help="Override a scenario value: key=value, e.g. --set run.seed=2 --set lb.scheme=rps"
     ),
 ]
+
+
+FormatOption = Annotated[
+    str,
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output: table (terminal), csv, markdown or json; csv and json carry raw numbers (ps, bps, bytes)",
+    ),
+]
+
+
+def check_format(fmt: str) -> str:
+    from spraylab.tables import FORMATS
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format {fmt!r}: unknown format; allowed: {', '.join(FORMATS)}")
+    return fmt
 
 
 class UsageError(Exception):
@@ -66,7 +85,36 @@ def preset_names() -> list[str]:
     )
 
 
+EXAMPLE_PREFIX = "example:"
+
+
+def examples_dir() -> Path:
+    """The example scenario files shipped in the package (the repository's scenarios/)."""
+    return Path(str(resources.files("spraylab") / "scenarios"))
+
+
+def example_names(sweeps: bool = False) -> list[str]:
+    """``core/permutation_ecmp``, ...: scenario files (or, with ``sweeps``, sweep files)."""
+    root = examples_dir()
+    names = [p.relative_to(root).with_suffix("").as_posix() for p in root.rglob("*.toml")]
+    return sorted(n for n in names if n.startswith("sweeps/") == sweeps)
+
+
+def example_path(name: str, sweeps: bool = False) -> Path:
+    stem = name.removeprefix(EXAMPLE_PREFIX).removesuffix(".toml")
+    if stem not in example_names(sweeps):
+        kind = "sweep" if sweeps else "scenario"
+        raise UsageError(
+            f"{name!r}: no such example {kind}; examples: "
+            + ", ".join(EXAMPLE_PREFIX + n for n in example_names(sweeps))
+        )
+    return examples_dir() / f"{stem}.toml"
+
+
 def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
+    if path_or_preset.startswith(EXAMPLE_PREFIX):
+        scenario = Scenario.load(example_path(path_or_preset))
+        return scenario.with_overrides(overrides) if overrides else scenario
     path = Path(path_or_preset)
     if not path.exists() and path_or_preset in preset_names():
         path = Path(str(resources.files("spraylab.presets") / f"{path_or_preset}.toml"))
@@ -181,13 +229,14 @@ def fmt(value: Any, kind: str) -> str:
     return str(value)
 
 
-def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("metric")
-    for label in summaries:
-        table.add_column(escape(label), justify="right")  # labels like dfs[B=128] are not markup
+def summary_result(title: str, summaries: dict[str, dict[str, Any]], card: list[str] | None = None) -> Any:
+    """The summary rows of one or more runs as a :class:`spraylab.tables.ResultTable`."""
+    from spraylab.tables import ResultTable
+
+    table = ResultTable(title, list(summaries), card=list(card or []))
     for name, key, kind in SUMMARY_ROWS:
-        table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
+        values = [s.get(key) for s in summaries.values()]
+        table.add(name, key, kind, values, [fmt(v, kind) for v in values])
     # Collectives and MoE phases: completion time and bus bandwidth per group.
     group_keys = sorted({k for s in summaries.values() for k in s if k.startswith(("cct_ps[", "busbw_bps["))})
     if len(group_keys) == 1:  # one plain workload: its CCT is the completion row already
@@ -195,7 +244,23 @@ def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
     for key in group_keys:
         name = key.replace("cct_ps", "CCT").replace("busbw_bps", "busbw")
         kind = "time" if key.startswith("cct_ps") else "rate"
-        table.add_row(name, *(fmt(s.get(key), kind) for s in summaries.values()))
+        values = [s.get(key) for s in summaries.values()]
+        table.add(name, key, kind, values, [fmt(v, kind) for v in values])
+    table.extra["summaries"] = summaries
+    return table
+
+
+def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
+    """The summary rows as one rich Table (all columns; the commands split wide ones)."""
+    result = summary_result(title, summaries)
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    for label in summaries:
+        table.add_column(
+            escape(label), justify="right", overflow="fold"
+        )  # labels like dfs[B=128] are not markup
+    for row in result.rows:
+        table.add_row(row.label, *row.texts)
     return table
 
 
@@ -228,20 +293,30 @@ def run_one(scenario: Scenario, label: str = "") -> Any:
 
 
 def compare_scenario(
-    scenario: Scenario, variants: list[tuple[str, dict[str, Any]]], out: Path | None
+    scenario: Scenario,
+    variants: list[tuple[str, dict[str, Any]]],
+    out: Path | None,
+    output_format: str = "table",
 ) -> dict[str, Any]:
     # Every variant validated before the first one runs (and before matplotlib loads).
     scenarios = [(label, variant_scenario(scenario, overrides)) for label, overrides in variants]
+    from spraylab.card import compare_card
     from spraylab.output import check_target, write_dir
     from spraylab.plots import slowdown_cdf, uplink_utilization
+    from spraylab.tables import render
+
+    card = compare_card(dict(scenarios))
 
     if out is not None:
         check_target(out, "compare")  # before the runs, not after
     results = {}
     for label, variant in scenarios:
         results[label] = run_one(variant, label)
-    console.print(
-        summary_table(f"{scenario.name}: {len(variants)} schemes", {k: r.summary for k, r in results.items()})
+    title = f"{scenario.name}: {len(variants)} schemes"
+    render(
+        output_format,
+        [summary_result(title, {k: r.summary for k, r in results.items()}, card.lines)],
+        console,
     )
     if out is not None:
 
@@ -249,13 +324,17 @@ def compare_scenario(
             for label, result in results.items():
                 (tmp / label.replace("/", "-")).mkdir()
                 result.write_files(tmp / label.replace("/", "-"))
-            slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown")
+            slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown", card.text)
             uplink_utilization(
-                results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization"
+                results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization", card.text
             )
 
         write_dir(out, "compare", fill)
-        console.print(f"results and plots in {out}/ (fct_slowdown_cdf.png, uplink_utilization.png)")
+        err_console.print(
+            f"results and plots in {out}/ (fct_slowdown_cdf.png, uplink_utilization.png)",
+            markup=False,
+            highlight=False,
+        )
     return results
 
 
@@ -270,21 +349,27 @@ def run_command(
         Path | None, typer.Option("--out", "-o", help="Save the result (Parquet + JSON) here")
     ] = None,
     allow_large: AllowLargeOption = False,
+    output_format: FormatOption = "table",
 ) -> None:
-    """Run one scenario and print its summary. Exit code 3 if the run stopped (time limit, event or
-    wall budget) before its workload finished."""
+    """Run one scenario and print its summary (with its scenario card). Exit code 3 if the run
+    stopped (time limit, event or wall budget) before its workload finished."""
+    from spraylab.card import card_lines_from_summary
     from spraylab.output import check_target, write_dir
+    from spraylab.tables import render
 
+    check_format(output_format)
     sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     target = out or (Path(sc.output.dir) if sc.output.dir else None)
     option = "--out" if out is not None else "output.dir ="
     if target is not None:
         check_target(target, "run", option)  # before the run, not after
     result = run_one(sc)
-    console.print(summary_table(sc.name, {sc.lb.scheme: result.summary}))
+    label = f"{sc.lb.scheme}/{sc.transport.recovery}"  # never the scheme without its recovery mode
+    table = summary_result(sc.name, {label: result.summary}, card_lines_from_summary(result.summary))
+    render(output_format, [table], console)
     if target is not None:
         write_dir(target, "run", result.write_files, option)
-        console.print(f"result saved in {target}/")
+        err_console.print(f"result saved in {target}/", markup=False, highlight=False)
     exit_if_incomplete({sc.name: result.summary})
 
 
@@ -320,15 +405,17 @@ def compare_command(
         typer.Option("--metrics", help="Sweep results: summary keys to show, e.g. slowdown_p99,fct_mean_ps"),
     ] = None,
     allow_large: AllowLargeOption = False,
+    output_format: FormatOption = "table",
 ) -> None:
     """Run one scenario under several schemes (table + plots), or tabulate a sweep's results
     directory: metric x scheme, mean ± 95% CI over seeds, ratio to a baseline, grouped by the other axes."""
+    check_format(output_format)
     if Path(scenario).is_dir():
         if lb is not None or set_ or out is not None:
             raise UsageError(
                 f"{scenario}: --lb, --set and --out apply to a scenario, not to a sweep results directory"
             )
-        compare_sweep(Path(scenario), baseline, _split(by), _split(metrics))
+        compare_sweep(Path(scenario), baseline, _split(by), _split(metrics), output_format)
         return
     if baseline is not None or by is not None or metrics is not None:
         raise UsageError(
@@ -336,7 +423,7 @@ def compare_command(
         )
     sc = load_scenario(scenario, parse_overrides(set_, allow_large))
     results = compare_scenario(
-        sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}"
+        sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}", output_format
     )
     exit_if_incomplete({label: r.summary for label, r in results.items()})
 
@@ -347,10 +434,16 @@ def _split(text: str | None) -> list[str] | None:
 
 
 def compare_sweep(
-    directory: Path, baseline: str | None, by: list[str] | None, metrics: list[str] | None
+    directory: Path,
+    baseline: str | None,
+    by: list[str] | None,
+    metrics: list[str] | None,
+    output_format: str = "table",
 ) -> None:
+    from spraylab.card import card_lines_from_summary
     from spraylab.report import METRIC_LABEL, ReportError, cell_text, compare_tables, sweep_data
     from spraylab.store import StoreError
+    from spraylab.tables import ResultTable, render
 
     try:
         data = sweep_data(directory, by)
@@ -358,9 +451,11 @@ def compare_sweep(
     except (ReportError, StoreError) as exc:
         raise UsageError(str(exc)) from None
     over = f"mean ± 95% CI over {data.over}" if data.over else "one run per cell"
-    console.print(
-        f"[bold]{escape(data.name)}[/]: {escape(data.status_line())}; {over}; ratios to {tables[0].baseline if tables else '-'}"
-    )
+    status = f"{data.name}: {data.status_line()}; {over}; ratios to {tables[0].baseline if tables else '-'}"
+    done = [p for p in data.points if p.status == "done"]
+    card = card_lines_from_summary(data.store.summary(done[0].key)) if done else []
+    if card:  # the first run's card; the swept keys differ between runs
+        card = [*card, f"varies across the runs: {', '.join(data.axes)}"]
     warning = data.version_warning()
     if warning:
         err_console.print(f"warning: {warning}", markup=False, highlight=False)
@@ -371,20 +466,37 @@ def compare_sweep(
             f"{summary.get('flows_completed')}/{summary.get('flows')} flows done",
             markup=False, highlight=False,
         )  # fmt: skip
-    for table in tables:
-        rt = Table(title=table.group.title, title_justify="left")
-        rt.add_column("metric")
+    out = []
+    for i, table in enumerate(tables):
+        columns = []
         for c in table.columns:
             note = f" {table.note(c)}" if table.note(c) else ""
-            rt.add_column(
-                f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}", justify="right"
-            )
+            columns.append(f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}")
+        rt = ResultTable(
+            table.group.title, columns, card=card if i == 0 else [], notes=[status] if i == 0 else []
+        )
+        if output_format in ("csv", "json"):
+            rt.columns = list(table.columns)  # plain column names; n and ratios are in the values
         for key, kind, cells in table.rows:
-            rt.add_row(
-                METRIC_LABEL.get(key, key),
-                *(cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)),
+            texts = [cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)]
+            means = [cell.estimate.mean for cell in cells]
+            rt.add(METRIC_LABEL.get(key, key), key, kind, means, texts)
+            if output_format in ("csv", "json"):
+                rt.add(f"{METRIC_LABEL.get(key, key)} 95% CI half-width", f"{key}:ci95", kind,
+                       [cell.estimate.half_width for cell in cells], texts)  # fmt: skip
+                rt.add(f"{METRIC_LABEL.get(key, key)} / baseline", f"{key}:ratio", "float",
+                       [cell.ratio for cell in cells], texts)  # fmt: skip
+        if output_format in ("csv", "json"):
+            rt.add(
+                "runs",
+                "n",
+                "int",
+                [table.n[c] for c in table.columns],
+                [str(table.n[c]) for c in table.columns],
             )
-        console.print(rt)
+            rt.extra["baseline"] = table.baseline
+        out.append(rt)
+    render(output_format, out, console)
 
 
 # DFS twice: with the RNIC's loss recovery (the spec's rule 6) and with its own (docs/results.md section 4).
@@ -505,6 +617,25 @@ def list_command() -> None:
         console.print(modes)
     console.print(f"flow-size distributions (workload.cdf): {', '.join(FlowSizeCdf.names())}")
     console.print(f"presets (use in place of a scenario file): {', '.join(preset_names())}")
+    examples = Table(title="example scenarios (spraylab run example:NAME)", title_justify="left")
+    examples.add_column("name")
+    examples.add_column("what it is")
+    for name in example_names():
+        examples.add_row(EXAMPLE_PREFIX + name, escape(_first_comment(examples_dir() / f"{name}.toml")))
+    console.print(examples)
+    sweeps = ", ".join(EXAMPLE_PREFIX + n for n in example_names(sweeps=True))
+    console.print(f"example sweeps (spraylab sweep example:NAME): {sweeps}", highlight=False)
+    console.print(f"(files in {examples_dir()})", highlight=False)
+
+
+def _first_comment(path: Path) -> str:
+    """The first comment line of a scenario file: what the example is."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("#") and line.strip("# ").strip():
+            return line.strip("# ").strip()
+        if line.strip() and not line.startswith("#"):
+            break
+    return ""
 
 
 @app.command("sweep")
@@ -554,6 +685,8 @@ def sweep_command(
         raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
     if address and executor != "ray":
         raise UsageError("--address: only meaningful with --executor ray")
+    if str(sweep).startswith(EXAMPLE_PREFIX):
+        sweep = example_path(str(sweep), sweeps=True)
     definition = Sweep.load(sweep, allow_large=allow_large)
     target = out or Path("out") / f"sweep-{definition.name}"
     check_target(target, "sweep")
@@ -650,6 +783,118 @@ def report_command(
     console.print(f"{len(report.plots)} plots and {report.html} written", highlight=False)
 
 
+@app.command("import")
+def import_command(
+    tool: Annotated[str, typer.Argument(help="The simulator the files come from: htsim or ns3")],
+    topology: Annotated[
+        Path | None,
+        typer.Option("--topology", "-t", help="htsim .topo fat-tree description, or ns-3 topology.txt"),
+    ] = None,
+    flows: Annotated[
+        Path | None, typer.Option("--flows", "-w", help="htsim connection matrix (.cm), or ns-3 flow.txt")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Scenario file to write (default: print it)")
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base", help="A scenario file or preset for the other sections (and a topology or flows)"
+        ),
+    ] = None,
+    ignore: Annotated[
+        str | None,
+        typer.Option(
+            "--ignore", help="htsim keys to read and drop, e.g. Queue_Up,Queue_Down (= topology.ignore)"
+        ),
+    ] = None,
+    set_: SetOption = None,
+) -> None:
+    """Write a scenario that runs an htsim or ns-3 topology and flow file as they are. Every
+    line is checked now; a field spraylab cannot model is an error naming its line."""
+    import tomli_w
+
+    from spraylab.card import scenario_card
+    from spraylab.formats.importer import import_scenario, read_base
+
+    if tool not in ("htsim", "ns3"):
+        raise UsageError(f"import {tool!r}: unknown simulator; allowed: htsim, ns3")
+    if topology is None and flows is None:
+        raise UsageError(f"import {tool}: give --topology and/or --flows")
+    if out is not None and out.exists():
+        raise UsageError(f"--out {out}: exists; refusing to overwrite it (remove it or choose another name)")
+    base_data = None
+    if base is not None:
+        base_data = read_base(str(example_path(base)) if base.startswith(EXAMPLE_PREFIX) else base)
+    data, scenario, notes = import_scenario(
+        tool, topology, flows, out, base_data, _split(ignore), parse_overrides(set_)
+    )
+    text = tomli_w.dumps(data)
+    header = (
+        f"# Imported from {tool} by spraylab import.\n# "
+        + "\n# ".join(scenario_card(scenario).lines)
+        + "\n\n"
+    )
+    for note in notes:
+        err_console.print(f"note: {note}", markup=False, highlight=False)
+    if out is None:
+        sys.stdout.write(header + text)
+        return
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(header + text, encoding="utf-8")
+    tmp.replace(out)
+    err_console.print(f"scenario written to {out}: spraylab run {out}", markup=False, highlight=False)
+
+
+@app.command("export")
+def export_command(
+    result: Annotated[Path, typer.Argument(help="A run's result directory (spraylab run --out DIR)")],
+    layout: Annotated[
+        str, typer.Option("--format", "-f", help="fct (ns-3 fct.txt layout) or htsim (per-flow finish lines)")
+    ] = "fct",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: print)")] = None,
+) -> None:
+    """Write a run's per-flow results as ns-3's fct.txt or htsim's finish lines."""
+    from spraylab.formats.export import export
+    from spraylab.metrics.result import Result
+
+    if layout not in ("fct", "htsim"):
+        raise UsageError(f"--format {layout!r}: unknown layout; allowed: fct, htsim")
+    if out is not None and out.exists():
+        raise UsageError(f"--out {out}: exists; refusing to overwrite it")
+    try:
+        loaded = Result.load(result)
+    except FileNotFoundError as exc:
+        raise UsageError(str(exc)) from None
+    exported = export(loaded.flows, loaded.scenario, layout)
+    if exported.left_out:
+        err_console.print(
+            f"note: {exported.left_out} flows did not finish and are not listed",
+            markup=False,
+            highlight=False,
+        )
+    err_console.print(f"note: ids are {exported.ids}", markup=False, highlight=False)
+    if out is None:
+        sys.stdout.write(exported.text)
+    else:
+        out.write_text(exported.text, encoding="utf-8")
+
+
+@app.command("docs")
+def docs_command(
+    page: Annotated[
+        str, typer.Argument(help="config (configuration reference) or columns (column dictionary)")
+    ],
+) -> None:
+    """Print a generated documentation page (docs/config-reference.md, docs/columns.md)."""
+    from spraylab import docgen
+
+    pages = {"config": docgen.config_reference, "columns": docgen.column_dictionary}
+    if page not in pages:
+        raise UsageError(f"docs {page!r}: unknown page; allowed: {', '.join(pages)}")
+    sys.stdout.write(pages[page]())
+
+
 def _error(message: str) -> None:
     err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
 
@@ -661,7 +906,7 @@ def main() -> None:
         # Non-standalone mode hands back a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
-    except ScenarioError as exc:
+    except (ScenarioError, FormatError) as exc:
         for line in exc.lines:
             err_console.print(f"error: {line}", markup=False, highlight=False)
         sys.exit(2)

@@ -334,7 +334,10 @@ class Scenario(Section):
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
-        return validate(read_toml(path, "scenario"), source=str(path))
+        from spraylab.files import relative_to
+
+        with relative_to(Path(path).resolve().parent):  # files it names are relative to it
+            return validate(read_toml(path, "scenario"), source=str(path))
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")

@@ -66,7 +66,7 @@ def format_errors(exc: ValidationError, data: dict[str, Any], root: type[BaseMod
             lines.append(f"{key}: missing; this section or key is required")
         elif kind == "missing_kind":  # raised by spraylab.registry; the table itself is no help
             lines.append(f"{key}: {msg}")
-        elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0] + ".")):
+        elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0].split("[")[0] + ".")):
             lines.append(msg)  # the message names its key already (cross-field checks)
         else:
             lines.append(f"{key} = {value!r}: {msg}" if key else msg)

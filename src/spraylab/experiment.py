@@ -10,6 +10,7 @@ from typing import Any
 
 from spraylab import provenance
 from spraylab.budget import check as check_budget
+from spraylab.card import scenario_card
 from spraylab.config import Scenario, ScenarioError
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import make_lb
@@ -88,6 +89,8 @@ class Simulation:
             "wall_s": round(self.wall_s, 3),
             "conservation": conservation,
             **provenance.current(),
+            # what the numbers were run on, for every output made from this summary
+            "card": scenario_card(self.scenario, self.net.fabric).as_dict(),
         }
         scenario = self.scenario.to_dict()
         return collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)

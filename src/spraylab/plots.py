@@ -13,8 +13,15 @@ import numpy as np  # noqa: E402
 from spraylab.metrics.result import Result  # noqa: E402
 
 
-def slowdown_cdf(results: dict[str, Result], path: Path, title: str = "") -> Path:
-    fig, ax = plt.subplots(figsize=(6, 4))
+def _caption(fig: plt.Figure, card: str) -> None:
+    """The scenario card (spraylab.card) under the plot, so a saved figure says what it shows."""
+    if card:
+        fig.text(0.01, 0.01, card, fontsize=5.5, va="bottom", ha="left", family="monospace", wrap=True)
+        fig.subplots_adjust(bottom=0.1 + 0.03 * card.count("\n"))
+
+
+def slowdown_cdf(results: dict[str, Result], path: Path, title: str = "", card: str = "") -> Path:
+    fig, ax = plt.subplots(figsize=(6, 4 + 0.12 * card.count("\n")))
     for label, result in results.items():
         values = np.sort(result.flows.loc[result.flows["completed"], "slowdown"].to_numpy(dtype=float))
         if len(values):
@@ -26,14 +33,15 @@ def slowdown_cdf(results: dict[str, Result], path: Path, title: str = "") -> Pat
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
+    _caption(fig, card)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
 
 
-def uplink_utilization(results: dict[str, Result], path: Path, title: str = "") -> Path:
+def uplink_utilization(results: dict[str, Result], path: Path, title: str = "", card: str = "") -> Path:
     """Per scheme, every fabric uplink's utilization sorted high to low: flat means balanced."""
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6, 4 + 0.12 * card.count("\n")))
     for label, result in results.items():
         links = result.links
         util = np.sort(links.loc[links["role"] == "uplink", "utilization"].to_numpy(dtype=float))[::-1]
@@ -46,6 +54,7 @@ def uplink_utilization(results: dict[str, Result], path: Path, title: str = "") 
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
+    _caption(fig, card)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

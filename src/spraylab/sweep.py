@@ -112,7 +112,12 @@ class Sweep:
             if key in data and not isinstance(data[key], str):
                 raise ScenarioError([f"{where}{key} = {data[key]!r}: must be a string"])
         base = _load_base(data.get("base"), base_dir or Path("."), where)
-        inline = {k: v for k, v in data.items() if k in Scenario.model_fields}
+        from spraylab.files import absolutize
+
+        # files named in the sweep itself are relative to the sweep file
+        inline = absolutize(
+            {k: v for k, v in data.items() if k in Scenario.model_fields}, base_dir or Path(".")
+        )
         base = deep_merge(base, inline)
         axes = _check_axes(data.get("axes"), where)
         run = base.get("run")
@@ -185,7 +190,10 @@ def _load_base(base: str | None, base_dir: Path, where: str) -> dict[str, Any]:
             return tomllib.loads(preset.read_text())
         raise ScenarioError([f"{where}base = {base!r}: no such scenario file ({path}) or preset"])
     try:
-        return read_toml(path, "base scenario")
+        from spraylab.files import absolutize
+
+        # files the base names are relative to the base file
+        return absolutize(read_toml(path, "base scenario"), path.resolve().parent)
     except ScenarioError as exc:
         raise ScenarioError([f"{where}base = {base!r}: {line}" for line in exc.lines]) from None
 

@@ -1,0 +1,80 @@
+"""The generated pages are current, and every column a run writes has an entry in the dictionary."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from spraylab import docgen
+from spraylab.config import Scenario
+from spraylab.experiment import run
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+@pytest.mark.parametrize(
+    ("page", "make"),
+    [("config-reference.md", docgen.config_reference), ("columns.md", docgen.column_dictionary)],
+)
+def test_checked_in_page_is_current(page: str, make) -> None:
+    assert (DOCS / page).read_text() == make(), (
+        f"docs/{page} is stale: spraylab docs {page.split('-')[0].removesuffix('.md')} > docs/{page}"
+    )
+
+
+def test_config_reference_lists_every_key_of_every_section() -> None:
+    from spraylab.config import SwitchSection, TransportSection
+    from spraylab.lb.base import REGISTRY, load_builtin_schemes
+    from spraylab.topology.imported import ImportedTopology
+    from spraylab.workload.kinds.flows import FlowsWorkload
+
+    page = docgen.config_reference()
+    for prefix, model in (
+        ("switch.", SwitchSection),
+        ("transport.", TransportSection),
+        ("topology.", ImportedTopology),
+        ("workload.", FlowsWorkload),
+    ):
+        for key in model.model_fields:
+            assert f"`{prefix}{key}`" in page
+    load_builtin_schemes()
+    for name, cls in REGISTRY.items():
+        assert f'scheme = "{name}"' in page
+        for key in cls.Params.model_fields:
+            assert f"`lb.{key}`" in page
+    # units and defaults as a user writes them
+    assert "| `switch.buffer` | bytes; takes units: `2MB` (10^6), `64KiB` (2^10) | `64MB` |" in page
+    assert '| `transport.recovery` | one of `gbn`, `sr`, `ideal` | `"gbn"` |' in page
+
+
+def _family(key: str, docs: dict[str, str]) -> bool:
+    generic = re.sub(r"\[.*\]$", "[BUCKET]", key)
+    return (
+        key in docs
+        or generic in docs
+        or re.sub(r"\[.*\]$", "[GROUP]", key) in docs
+        or (key.startswith("drops_") and "drops_CAUSE" in docs)
+        or (key.startswith("lb.") and "lb.NAME" in docs)
+    )
+
+
+def test_every_column_and_summary_key_is_documented() -> None:
+    result = run(
+        Scenario.load(Path(__file__).resolve().parents[1] / "scenarios" / "imports" / "explicit_flows.toml")
+    )
+    assert set(result.flows.columns) == set(docgen.FLOW_COLUMN_DOCS)
+    assert set(result.links.columns) == set(docgen.LINK_COLUMN_DOCS)
+    assert set(result.groups.columns) == set(docgen.GROUP_COLUMN_DOCS)
+    missing = [k for k in result.summary if not _family(k, docgen.SUMMARY_KEY_DOCS)]
+    assert not missing
+
+
+def test_every_key_says_what_it_is() -> None:
+    missing = []
+    for line in docgen.config_reference().splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if line.startswith("| `") and not cells[5]:
+            missing.append(cells[1])
+    assert not missing
