@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
-from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.files import read_checked
+from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
 
 # Parsed and built fabrics, by (path, sha256, format, ignore): sweeps validate every point.
