@@ -151,9 +151,9 @@ CASES: dict[str, Case] = {
     ),
     "switch_lossless_word": bad(("switch.lossless", "maybe", "boolean"), switch={"lossless": "maybe"}),
     # --- transport, dcqcn -----------------------------------------------------------------
-    "transport_unknown_cc": bad(("transport.cc", "bbr", "'dcqcn' or 'none'"), transport={"cc": "bbr"}),
+    "transport_unknown_cc": bad(("transport.cc", "bbr", "dcqcn, none"), transport={"cc": "bbr"}),
     "transport_unknown_recovery": bad(
-        ("transport.recovery", "tcp", "'gbn', 'sr' or 'ideal'"), transport={"recovery": "tcp"}
+        ("transport.recovery", "tcp", "gbn, ideal, sr"), transport={"recovery": "tcp"}
     ),
     "transport_zero_mtu": bad(("transport.mtu", "0", "greater than 0"), transport={"mtu": 0}),
     "transport_zero_ack_every": bad(

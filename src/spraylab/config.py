@@ -26,6 +26,7 @@ from pydantic import (
     model_validator,
 )
 
+from spraylab import transport
 from spraylab.net.network import SwitchParams
 from spraylab.transport.params import DcqcnParams
 from spraylab.units import parse_bytes, parse_rate_bps, parse_time_ps
@@ -191,9 +192,22 @@ class DcqcnSection(Section):
     cnp_interval: TimePs = _DCQCN.cnp_interval_ps
 
 
+def _registered(names: Any, what: str) -> Any:
+    """A validator admitting the names a transport registry holds (read when validating, so
+    a recovery mode or congestion control registered at run time is accepted)."""
+
+    def check(name: str) -> str:
+        allowed = names()
+        if name not in allowed:
+            raise ValueError(f"unknown {what}; allowed: {', '.join(allowed)}")
+        return name
+
+    return AfterValidator(check)
+
+
 class TransportSection(Section):
-    cc: Literal["dcqcn", "none"] = "dcqcn"
-    recovery: Literal["gbn", "sr", "ideal"] = "gbn"
+    cc: Annotated[str, _registered(transport.cc_names, "congestion control")] = "dcqcn"
+    recovery: Annotated[str, _registered(transport.recovery_names, "recovery mode")] = "gbn"
     mtu: PositiveBytes = 4096
     ooo_bitmap: int = Field(default=128, ge=1)
     cnp_on_ooo: bool | None = None

@@ -20,7 +20,6 @@ from spraylab.net.switch import SharedBuffer, Switch
 from spraylab.topology.fabric import Fabric
 from spraylab.transport.params import TransportParams
 from spraylab.transport.qp import QueuePair
-from spraylab.transport.receiver import RECEIVERS
 from spraylab.workload.flows import FlowSpec
 
 if TYPE_CHECKING:
@@ -285,13 +284,10 @@ class Network:
     # --- workload --------------------------------------------------------------------
     def add_flows(self, specs: list[FlowSpec]) -> list[QueuePair]:
         params = self.transport
-        receiver_cls = RECEIVERS[params.recovery]
         new = []
         for spec in specs:
-            src, dst = self.hosts[spec.src], self.hosts[spec.dst]
-            nic = src.route[spec.dst]
-            qp = QueuePair(self, spec, nic, params, nic.port.rate_bps)
-            qp.rx = receiver_cls(qp, dst.route[spec.src], params)
+            nic = self.hosts[spec.src].route[spec.dst]
+            qp = QueuePair(self, spec, nic, params, nic.port.rate_bps)  # builds its receiver at dst
             self.lb.init_qp(qp)
             self.qps.append(qp)
             new.append(qp)
