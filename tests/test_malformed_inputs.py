@@ -330,7 +330,7 @@ CASES: dict[str, Case] = {
         BASE,
     ),
     "compare_unknown_recovery": Case(
-        ("compare", "{s}", "--lb", "ecmp/tcp"), ("--lb", "tcp", "gbn, sr, ideal"), BASE
+        ("compare", "{s}", "--lb", "ecmp/tcp"), ("--lb", "tcp", "gbn, ideal, sr"), BASE
     ),
     "compare_unclosed_params": Case(
         ("compare", "{s}", "--lb", "dfs[max_paths=4"), ("--lb", "dfs[max_paths=4", "brackets"), BASE
