@@ -93,7 +93,6 @@ class QueuePair:
         "_on_resent",
         "_cc_sent",
         "_recovery_nack",
-        "_nack_claimable",
     )
 
     def __init__(
@@ -150,7 +149,6 @@ class QueuePair:
         recovery = recovery_cls(self, params)
         self.recovery = recovery
         self._recovery_nack = recovery.on_nack
-        self._nack_claimable = recovery_cls.selective
         self._skip_resend = optional_hook(recovery, "skip_resend", Recovery)
         self._on_resent = optional_hook(recovery, "on_resent", Recovery)
         self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
@@ -282,7 +280,7 @@ class QueuePair:
         psn = pkt.psn
         self.advance(psn, now)
         # A scheme may take over the one retransmission a selective NACK asks for.
-        claimed = self.lb is not None and self.lb.on_nack(self, pkt) and self._nack_claimable
+        claimed = self.lb is not None and self.lb.on_nack(self, pkt) and self.recovery.selective
         if self.sender_done:
             return
         if not claimed:
