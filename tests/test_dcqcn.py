@@ -1,4 +1,4 @@
-"""DCQCN's reaction point against its specification (ConnectX timing, ``transport/dcqcn.py``):
+"""DCQCN's reaction point against its specification (ConnectX timing, ``transport/cc/dcqcn.py``):
 alpha per 1 us period, at most one cut per 4 us, the cut ``rc * (1 - alpha / 2)``, the target
 kept through one congestion episode, fast recovery on the 300 us timer and the byte counter."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from spraylab.engine.simulator import Simulator
-from spraylab.transport.dcqcn import Dcqcn
-from spraylab.transport.params import DcqcnParams
+from spraylab.transport.cc.dcqcn import Dcqcn
+from spraylab.transport.params import DcqcnParams, TransportParams
 
 G = 1_000_000_000
 US = 1_000_000
@@ -35,7 +35,7 @@ def cnp_at(qp: FakeQp, cc: Dcqcn, *times_us: float) -> None:
 
 def make() -> tuple[FakeQp, Dcqcn]:
     qp = FakeQp()
-    return qp, Dcqcn(qp, P, LINE)  # type: ignore[arg-type]
+    return qp, Dcqcn(qp, TransportParams(dcqcn=P), LINE)  # type: ignore[arg-type]
 
 
 def test_first_cnp_cuts_at_the_next_decrease_tick_by_half_alpha() -> None:

@@ -21,7 +21,7 @@ from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.packet import DATA, NACK
 from spraylab.net.port import sim_drop
 from spraylab.topology.fat_tree import fat_tree
-from spraylab.transport import receiver as receiver_module
+from spraylab.transport.recovery.sr import SelectiveRepeat, SelectiveRepeatReceiver
 from spraylab.workload.flows import FlowSpec
 from spraylab.workload.patterns import permutation
 
@@ -197,7 +197,7 @@ def scenarios(draw):
     return leaves, spines, hosts_per_leaf, params, bitmap, pairs, sizes, starts, degrade, fail, seed
 
 
-class FirstArrivalReceiver(receiver_module.SelectiveRepeatReceiver):
+class FirstArrivalReceiver(SelectiveRepeatReceiver):
     """Selective repeat that also records the reorder degree of first arrivals only.
 
     ``Receiver.max_reorder`` also counts a late *duplicate*: an original overtaken by its own
@@ -223,7 +223,7 @@ def test_reorder_degree_below_bound_and_no_discards(scenario) -> None:
     leaves, spines, hosts_per_leaf, params, bitmap, pairs, sizes, starts, degrade, fail, seed = scenario
     fabric = small_leaf_spine(leaves, spines, hosts_per_leaf, rate_gbps=100)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setitem(receiver_module.RECEIVERS, "sr", FirstArrivalReceiver)
+        mp.setattr(SelectiveRepeat, "receiver", FirstArrivalReceiver)
         sim, net = make_net(
             fabric,
             "dfs",

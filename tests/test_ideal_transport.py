@@ -100,7 +100,7 @@ def test_lossy_link_every_loss_repaired_by_one_retransmission(lb: str, seed: int
     assert t["timeouts"] == 0
     assert t["retx"] == drops[DATA]  # exactly one resend per loss: no spurious, none missed
     assert t["spurious"] == t["duplicates"] == 0
-    assert sum(qp.loss_notices for qp in net.qps) == t["retx"]
+    assert sum(qp.recovery.loss_notices for qp in net.qps) == t["retx"]
     assert sum(drops.values()) == net.dropped_packets  # every drop of its packets reached the hook
     assert t["completion"] < 100 * US  # about 30 us loss-free; the RTO alone would cost 1 ms
 
@@ -162,13 +162,13 @@ def test_notice_comes_one_base_rtt_after_the_lost_packet_was_sent() -> None:
     port.link.add_tap(tap)
     assert run_flows(sim, net, []) == "done"
     # 4 hops of 1 us each way, a full data packet forward and an ACK frame back per hop.
-    assert qp.return_ps == 4 * US + 4 * ACK_WIRE_BYTES * PS_PER_BYTE
-    assert qp.base_rtt_ps == 8 * US + 4 * (DATA_WIRE + ACK_WIRE_BYTES) * PS_PER_BYTE
-    notice = max(seen["sent"] + qp.base_rtt_ps, seen["dropped"] + qp.return_ps)
-    assert notice == seen["sent"] + qp.base_rtt_ps  # dropped one hop out: the forward part rules
+    assert qp.recovery.return_ps == 4 * US + 4 * ACK_WIRE_BYTES * PS_PER_BYTE
+    assert qp.recovery.base_rtt_ps == 8 * US + 4 * (DATA_WIRE + ACK_WIRE_BYTES) * PS_PER_BYTE
+    notice = max(seen["sent"] + qp.recovery.base_rtt_ps, seen["dropped"] + qp.recovery.return_ps)
+    assert notice == seen["sent"] + qp.recovery.base_rtt_ps  # dropped one hop out: the forward part rules
     # Resent at the notice, or when the NIC finishes the packet it is sending then.
     assert notice <= seen["resent"] <= notice + DATA_WIRE * PS_PER_BYTE
-    assert qp.retx_packets == qp.loss_notices == 1
+    assert qp.retx_packets == qp.recovery.loss_notices == 1
     assert qp.timeouts == 0 and qp.rx.spurious == 0
 
 
@@ -191,9 +191,9 @@ def test_lost_acks_alone_cause_no_retransmission_and_no_timeout(window_bytes: in
     t = totals(net)
     assert drops[ACK] > 0 and drops[DATA] == 0
     assert t["retx"] == 0 and t["timeouts"] == 0
-    assert 0 < sum(qp.late_acks for qp in net.qps) <= drops[ACK]  # none once the sender is done
+    assert 0 < sum(qp.recovery.late_acks for qp in net.qps) <= drops[ACK]  # none once the sender is done
     for qp in net.qps:  # the sender learns of the end about one return trip late at worst
-        assert qp.acked_ps - qp.rx.finish_ps <= 2 * qp.base_rtt_ps
+        assert qp.acked_ps - qp.rx.finish_ps <= 2 * qp.recovery.base_rtt_ps
 
 
 # ------------------------------------------------------------------ failed link
@@ -236,7 +236,9 @@ def test_loss_free_run_never_notices_anything(lb: str) -> None:
     qps = net.qps
     assert net.dropped_packets == 0
     assert sum(qp.sent_packets for qp in qps) == sum(qp.n_packets for qp in qps)
-    assert all(qp.loss_notices == qp.late_acks == 0 and qp.base_rtt_ps < 0 for qp in qps)
+    assert all(
+        qp.recovery.loss_notices == qp.recovery.late_acks == 0 and qp.recovery.base_rtt_ps < 0 for qp in qps
+    )
 
 
 @pytest.mark.parametrize("recovery", ["gbn", "sr"])

@@ -153,7 +153,7 @@ CASES: dict[str, Case] = {
     # --- transport, dcqcn -----------------------------------------------------------------
     "transport_unknown_cc": bad(("transport.cc", "bbr", "'dcqcn' or 'none'"), transport={"cc": "bbr"}),
     "transport_unknown_recovery": bad(
-        ("transport.recovery", "tcp", "'gbn', 'sr' or 'ideal'"), transport={"recovery": "tcp"}
+        ("transport.recovery", "tcp", "'gbn', 'ideal' or 'sr'"), transport={"recovery": "tcp"}
     ),
     "transport_zero_mtu": bad(("transport.mtu", "0", "greater than 0"), transport={"mtu": 0}),
     "transport_zero_ack_every": bad(
@@ -330,7 +330,7 @@ CASES: dict[str, Case] = {
         BASE,
     ),
     "compare_unknown_recovery": Case(
-        ("compare", "{s}", "--lb", "ecmp/tcp"), ("--lb", "tcp", "gbn, sr, ideal"), BASE
+        ("compare", "{s}", "--lb", "ecmp/tcp"), ("--lb", "tcp", "gbn, ideal, sr"), BASE
     ),
     "compare_unclosed_params": Case(
         ("compare", "{s}", "--lb", "dfs[max_paths=4"), ("--lb", "dfs[max_paths=4", "brackets"), BASE

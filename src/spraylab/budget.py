@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 
 from spraylab.config import Scenario, ScenarioError
+from spraylab.transport.recovery.base import RECOVERIES
 
 OVERRIDE = "set run.allow_large = true (CLI: --allow-large) to run it anyway"
 
@@ -37,15 +38,15 @@ MEMORY_FRACTION = 0.5  # of what the process may use: the rest for the interpret
 #   per host: 128 vs 1,024 hosts, after the ports and the routing tables below: about 2 KB;
 #   routing: one 8-byte list slot per (host or switch, destination host) pair
 #     (Routing.compute: a table per switch and a route list per host, each n_hosts long);
-#   per packet of a flow's size: go-back-N and SR receivers 1 B (a bytearray of PSNs),
-#     ideal recovery 25 B (two int lists on the sender, one on the receiver): 16 x 4 MB vs 40 MB
-#     permutations, 0.16 -> 0.30 MB (gbn) and 0.54 -> 4.05 MB (ideal) for 140,625 more packets;
+#   per packet of a flow's size (Recovery.state_bytes_per_packet): go-back-N and SR receivers
+#     1 B (a bytearray of PSNs), ideal recovery 25 B (two int lists on the sender, one on the
+#     receiver): 16 x 4 MB vs 40 MB permutations, 0.16 -> 0.30 MB (gbn) and 0.54 -> 4.05 MB
+#     (ideal) for 140,625 more packets;
 #   per queued packet: a 20-slot Packet object plus its event tuple, about 250 B.
 FLOW_BYTES = 3_300
 PORT_BYTES = 900
 HOST_BYTES = 2_000
 ROUTE_SLOT_BYTES = 8
-PACKET_STATE_BYTES = {"gbn": 1, "sr": 1, "ideal": 25}
 QUEUED_PACKET_BYTES = 250
 # Each topology and workload kind estimates its own size (estimate_size); the rail workloads' extra
 # memory (byte matrices, token routing) is measured in spraylab.workload.rail_workload and kinds.moe.
@@ -107,7 +108,7 @@ def estimate(scenario: Scenario) -> Estimate:
         + ports * PORT_BYTES
         + (hosts + switches) * hosts * ROUTE_SLOT_BYTES
         + flows * FLOW_BYTES
-        + packets * PACKET_STATE_BYTES.get(t.recovery, max(PACKET_STATE_BYTES.values()))
+        + packets * RECOVERIES.get(t.recovery).state_bytes_per_packet
         + queued * QUEUED_PACKET_BYTES
         + extra
     )

@@ -164,8 +164,11 @@ def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
             params = parse_overrides([p for p in param_text[:-1].split(",") if p.strip()])
         overrides: dict[str, Any] = {"lb": {"scheme": scheme, **params}}
         if recovery:
-            if recovery not in ("gbn", "sr", "ideal"):
-                raise UsageError(f"--lb {item!r}: unknown recovery {recovery!r}; allowed: gbn, sr, ideal")
+            from spraylab.transport import recovery_names
+
+            if recovery not in recovery_names():
+                allowed = ", ".join(recovery_names())
+                raise UsageError(f"--lb {item!r}: unknown recovery {recovery!r}; allowed: {allowed}")
             overrides["transport.recovery"] = recovery
         variants.append((item, overrides))
     if not variants:

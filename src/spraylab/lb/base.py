@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
-    from spraylab.transport.qp import QueuePair
+    from spraylab.transport.view import SenderView
 
 
 class LbParams(BaseModel):
@@ -41,30 +41,32 @@ class LoadBalancer:
         """Install switch selectors / ToR programs. Default: ECMP everywhere."""
         self.net = net
 
-    def init_qp(self, qp: QueuePair) -> None:
-        """Called for each new queue pair; sender-side schemes set ``qp.lb = self``."""
+    def init_qp(self, qp: SenderView) -> None:
+        """Called for each new queue pair; sender-side schemes set ``qp.lb = self`` (and may
+        set ``qp.psn_window``)."""
 
     # --- sender hooks (only called when qp.lb is self) -------------------------------
-    def on_flow_start(self, qp: QueuePair) -> None:
+    # A scheme sees the flow's requester through ``SenderView`` (spraylab.transport.view):
+    # outstanding PSNs, the current rate, ``resend`` and the PSN window, nothing else.
+    def on_flow_start(self, qp: SenderView) -> None:
         pass
 
-    def entropy(self, qp: QueuePair, psn: int) -> int:
+    def entropy(self, qp: SenderView, psn: int) -> int:
         return qp.entropy
 
-    def on_ack(self, qp: QueuePair, pkt: Packet) -> None:
+    def on_ack(self, qp: SenderView, pkt: Packet) -> None:
         pass
 
-    def on_nack(self, qp: QueuePair, pkt: Packet) -> None:
-        pass
+    def on_nack(self, qp: SenderView, pkt: Packet) -> bool:
+        """A NACK arrived (its cumulative ePSN already applied). Return True to take over the
+        retransmission it asks for: over a selective recovery (``qp.recovery.selective``) the
+        sender then does not resend ``pkt.psn`` itself, and the scheme resends it through
+        ``qp.resend`` when it judges it lost (or not at all if it was only late). Go-back-N
+        rewinds whatever the scheme returns."""
+        return False
 
-    def on_timeout(self, qp: QueuePair) -> None:
+    def on_timeout(self, qp: SenderView) -> None:
         pass
-
-    def nack_retransmit_at(self, qp: QueuePair, psn: int) -> int:
-        """When a selective-repeat NACK for ``psn`` should be acted on: a time in ps, or -1
-        for at once (the RNIC's behaviour). The QP drops a deferred retransmission if the
-        cumulative ACK passes ``psn`` first, i.e. the packet was only late."""
-        return -1
 
     # --- accounting --------------------------------------------------------------------
     def held_packets(self) -> int:

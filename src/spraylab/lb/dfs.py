@@ -47,7 +47,8 @@ Choices the spec leaves open (documented here, tested in ``tests/test_dfs.py``):
   each selective-repeat NACK at once, as the RNIC does, and so resends every packet a later
   one overtook. ``"dfs"`` uses what DFS knows about its paths: a NACKed PSN is resent only
   once overdue, ``(1 + gamma)`` x the RTT of the path that carried it after it was sent
-  (``nack_retransmit_at``; the resend is dropped if the cumulative ACK passes it first), and
+  (``on_nack`` takes the retransmission over from a selective recovery and resends through
+  the sender view; the resend is dropped if the cumulative ACK passes it first), and
   a flow that can send nothing new and has heard nothing for two such RTTs resends its
   oldest unacknowledged PSN (a tail-loss probe: a selective-repeat RNIC NACKs a hole again
   only on a later arrival, so a lost NACK with a full window otherwise waits for the RTO),
@@ -109,14 +110,14 @@ if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.net.port import Port
-    from spraylab.transport.qp import QueuePair
+    from spraylab.transport.view import SenderView
 
 
 PATH_DRAWS = 32  # random entropies tried for a path-aware new path
 AUTO_BOUND_MIN = 64  # the spec's default B, kept as the floor of "auto"
 
 
-def _bdp_packets(qp: QueuePair, base_rtt_ps: float) -> int:
+def _bdp_packets(qp: SenderView, base_rtt_ps: float) -> int:
     """One bandwidth-delay product at the flow's line rate, in (whole) data packets."""
     return -(-int(qp.line_rate_bps * base_rtt_ps / PS_BITS) // data_wire_bytes(qp.mtu))
 
@@ -201,10 +202,14 @@ class _FlowState:
         "probe_armed",
         "bad_links",
         "bound",
+        "silence_is_loss",
     )
 
-    def __init__(self, bound: int, base_rtt: float) -> None:
+    def __init__(self, bound: int, base_rtt: float, silence_is_loss: bool) -> None:
         self.bound = bound  # B of this flow (= qp.psn_window)
+        # The receiver acknowledges every arrival (the ideal transport), so a path that
+        # carries packets and echoes nothing for many RTTs is dead (see the module doc).
+        self.silence_is_loss = silence_is_loss
         self.sprayed = False
         self.paths: list[_Path] = []
         self.ring: list[_Path | None] = [None] * bound  # path of each outstanding PSN (psn % B)
@@ -268,7 +273,7 @@ class DynamicFlowSpraying(LoadBalancer):
         self.rng = net.sim.derive_rng(0xDF5)
 
     # --- fabric introspection (once per ToR pair) --------------------------------------
-    def route_info(self, qp: QueuePair) -> tuple[int, float]:
+    def route_info(self, qp: SenderView) -> tuple[int, float]:
         """(equal-cost paths, base RTT in ps) between the flow's endpoints, from the
         representative route (``trace_route``): product of the candidate counts and sum of
         per-hop delays. Cached per (source NIC port, destination)."""
@@ -293,7 +298,7 @@ class DynamicFlowSpraying(LoadBalancer):
         return info
 
     # --- wiring --------------------------------------------------------------------------
-    def init_qp(self, qp: QueuePair) -> None:
+    def init_qp(self, qp: SenderView) -> None:
         qp.lb = self
         bound = self.bound or self.auto_bound(qp)
         qp.psn_window = bound
@@ -301,7 +306,7 @@ class DynamicFlowSpraying(LoadBalancer):
         self.bound_min = min(self.bound_min, bound) if self.bound_min else bound
         self.bound_max = max(self.bound_max, bound)
 
-    def auto_bound(self, qp: QueuePair) -> int:
+    def auto_bound(self, qp: SenderView) -> int:
         """B for ``reorder_bound_packets = "auto"``: the window must not cap a flow on its
         slowest eligible path, (1 + gamma) x the base RTT (rule 3), so B >= (1 + gamma) x BDP;
         never below the spec's 64; and at most the selective-repeat bitmap W, which B must
@@ -312,9 +317,9 @@ class DynamicFlowSpraying(LoadBalancer):
             bound = min(bound, transport.ooo_bitmap_packets)
         return bound
 
-    def on_flow_start(self, qp: QueuePair) -> None:
+    def on_flow_start(self, qp: SenderView) -> None:
         paths, base_rtt = self.route_info(qp)
-        state = _FlowState(qp.psn_window, base_rtt)
+        state = _FlowState(qp.psn_window, base_rtt, qp.recovery.acks_every_arrival)
         qp.lb_state = state
         threshold = self.threshold_bytes or int(qp.line_rate_bps * base_rtt / PS_BITS)
         # The B-packet window caps a flow at B packets per RTT: below one BDP it cannot reach
@@ -334,7 +339,7 @@ class DynamicFlowSpraying(LoadBalancer):
         for _ in range(k - 1):
             state.paths.append(self._fresh_path(qp, state, base_rtt))
 
-    def _links(self, qp: QueuePair, entropy: int) -> tuple[frozenset[int], frozenset[int]]:
+    def _links(self, qp: SenderView, entropy: int) -> tuple[frozenset[int], frozenset[int]]:
         """The switch links an entropy's packets cross, and those its ACKs cross back."""
         # The first (NIC) and last (to the host) ports are shared by every path of the flow.
         forward = flow_path(self.net, qp, entropy=entropy)[1:-1]
@@ -342,7 +347,7 @@ class DynamicFlowSpraying(LoadBalancer):
         return frozenset(map(id, forward)), frozenset(map(id, backward))
 
     def _fresh_path(
-        self, qp: QueuePair, state: _FlowState, rtt: float, retired: _Path | None = None
+        self, qp: SenderView, state: _FlowState, rtt: float, retired: _Path | None = None
     ) -> _Path:
         """A new path on a random entropy. Path-aware: of up to ``PATH_DRAWS`` random
         entropies, the first whose path shares no switch link with the flow's active paths,
@@ -386,7 +391,7 @@ class DynamicFlowSpraying(LoadBalancer):
         return best
 
     def _replace(
-        self, qp: QueuePair, state: _FlowState, index: int, broken: bool = False, sending: int = -1
+        self, qp: SenderView, state: _FlowState, index: int, broken: bool = False, sending: int = -1
     ) -> None:
         """Retire ``paths[index]`` (it drains, gets no new packets) for a fresh entropy;
         ``broken``: it lost packets or went silent, so new paths avoid its links, and with
@@ -397,12 +402,13 @@ class DynamicFlowSpraying(LoadBalancer):
         retired.active = False
         if broken:
             state.bad_links.update(retired.links, retired.ack_links)
-            if self.own_loss_detection and not qp.ideal and retired.in_flight:
+            # A transport that notices every loss itself needs no presuming.
+            if self.own_loss_detection and not qp.recovery.notices_losses and retired.in_flight:
                 ring, bound = state.ring, state.bound
-                queued = set(qp.retx_queue)
+                queued = qp.queued_resends()
                 lost = [
                     psn
-                    for psn in range(qp.snd_una, qp.max_sent)
+                    for psn in qp.outstanding()
                     if ring[psn % bound] is retired and psn != sending and psn not in queued
                 ]
                 self.presumed_lost += len(lost)
@@ -410,7 +416,7 @@ class DynamicFlowSpraying(LoadBalancer):
         state.paths[index] = self._fresh_path(qp, state, state.rtt_min, retired)
 
     # --- per packet ----------------------------------------------------------------------
-    def entropy(self, qp: QueuePair, psn: int) -> int:
+    def entropy(self, qp: SenderView, psn: int) -> int:
         state: _FlowState = qp.lb_state
         if state is None or not state.sprayed:
             return qp.entropy
@@ -428,7 +434,7 @@ class DynamicFlowSpraying(LoadBalancer):
         limit = rtt_min + state.bound * qp.full_wire_bytes * PS_BITS / qp.rate_bps
         # Silence means death only over the ideal transport, which acknowledges every packet
         # (an RNIC acknowledges nothing behind a hole: see the module doc).
-        dead_before = now - self.silence_rtts * rtt_min if qp.ideal else -1
+        dead_before = now - self.silence_rtts * rtt_min if state.silence_is_loss else -1
         retx = psn < qp.max_sent
         recent = now - 2 * rtt_min
         best = unproven = None
@@ -488,7 +494,7 @@ class DynamicFlowSpraying(LoadBalancer):
         return best.entropy
 
     # --- feedback ------------------------------------------------------------------------
-    def on_ack(self, qp: QueuePair, pkt: Packet) -> None:
+    def on_ack(self, qp: SenderView, pkt: Packet) -> None:
         state: _FlowState = qp.lb_state
         if state is None or not state.sprayed:
             return
@@ -496,10 +502,11 @@ class DynamicFlowSpraying(LoadBalancer):
         self._release(state, qp.snd_una, pkt.sack_psn)
         self._sample(qp, state, pkt)
 
-    def on_nack(self, qp: QueuePair, pkt: Packet) -> None:
+    def on_nack(self, qp: SenderView, pkt: Packet) -> bool:
         # A selective-repeat NACK is triggered by an out-of-order packet that was received:
         # its echo is a valid sample of its path.
         self.on_ack(qp, pkt)
+        return self._hold_nack(qp, pkt.psn)
 
     def _release(self, state: _FlowState, una: int, sack_psn: int) -> None:
         ring = state.ring
@@ -530,24 +537,37 @@ class DynamicFlowSpraying(LoadBalancer):
                 ring[slot] = None
 
     # --- loss_detection = "dfs" -------------------------------------------------------
-    def nack_retransmit_at(self, qp: QueuePair, psn: int) -> int:
-        """A NACKed PSN is resent only once overdue, ``(1 + gamma)`` x the RTT of the path
-        that carried it after it was sent (a path slower than that is retired anyway); if it
-        arrives first, the cumulative ACK passes it and nothing is resent."""
+    def _hold_nack(self, qp: SenderView, psn: int) -> bool:
+        """With DFS's own loss detection over a selective recovery, a NACKed PSN is resent
+        only once overdue, ``(1 + gamma)`` x the RTT of the path that carried it after it was
+        sent (a path slower than that is retired anyway); if it arrives first, the cumulative
+        ACK passes it and nothing is resent. True: DFS took the retransmission over."""
+        if not self.own_loss_detection or qp.sender_done or not qp.recovery.selective:
+            return False
         state: _FlowState = qp.lb_state
-        if not self.own_loss_detection or state is None or not state.sprayed:
-            return -1
+        if state is None or not state.sprayed or psn >= qp.max_sent:
+            return False
         slot = psn % state.bound
         path = state.ring[slot]
         if path is None:
-            return -1
+            return False
         self.nacks_held += 1
-        return state.sent_ps[slot] + int(self.slack * max(path.rtt, state.rtt_min))
+        at = state.sent_ps[slot] + int(self.slack * max(path.rtt, state.rtt_min))
+        if at <= self.sim.now:
+            return False  # overdue already: the recovery resends it at once
+        self.sim.at(at, self._on_held_nack, (qp, psn))
+        return True
+
+    def _on_held_nack(self, held: tuple[SenderView, int]) -> None:
+        qp, psn = held
+        if qp.sender_done or psn < qp.snd_una:
+            return  # delivered meanwhile: the NACK was for reordering, not loss
+        qp.resend([psn])
 
     def _probe_wait(self, state: _FlowState) -> int:
         return int(2 * self.slack * max(p.rtt for p in state.paths))
 
-    def _on_probe(self, qp: QueuePair) -> None:
+    def _on_probe(self, qp: SenderView) -> None:
         """A selective-repeat RNIC NACKs a hole once, on the next out-of-order arrival, and
         again only on a later one: if that NACK (or the retransmission) is lost while the
         flow can send nothing new (window full, or all sent), nothing arrives to trigger
@@ -563,14 +583,14 @@ class DynamicFlowSpraying(LoadBalancer):
         now = self.sim.now
         if now >= quiet_until:
             blocked = qp.snd_nxt >= min(qp.n_packets, qp.snd_una + state.bound)
-            if blocked and not qp.retx_queue:
+            if blocked and not qp.queued_resends():
                 self.stall_probes += 1
                 qp.resend([qp.snd_una])
             quiet_until = now + wait
         state.probe_armed = True
         self.sim.at(quiet_until, self._on_probe, qp)
 
-    def _sample(self, qp: QueuePair, state: _FlowState, pkt: Packet) -> None:
+    def _sample(self, qp: SenderView, state: _FlowState, pkt: Packet) -> None:
         entropy = pkt.entropy
         paths = state.paths
         index = 0
@@ -604,7 +624,7 @@ class DynamicFlowSpraying(LoadBalancer):
             self.retired_ecn += 1
             self._replace(qp, state, index)
 
-    def on_timeout(self, qp: QueuePair) -> None:
+    def on_timeout(self, qp: SenderView) -> None:
         """Everything outstanding is resent and we cannot tell which path lost what (under
         selective repeat nothing past the hole is ACKed, and a path may have died in the ACK
         direction only). Keep the paths heard from last (within 2 min RTTs of the flow's

@@ -54,7 +54,7 @@ from spraylab.lb.base import LbParams, LoadBalancer, register
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
-    from spraylab.transport.qp import QueuePair
+    from spraylab.transport.view import SenderView
 
 PS_PER_US = 1_000_000
 
@@ -105,11 +105,11 @@ class Reps(LoadBalancer):
         self.sim = net.sim
         self.getrandbits = net.sim.derive_rng(0x8E95).getrandbits
 
-    def init_qp(self, qp: QueuePair) -> None:
+    def init_qp(self, qp: SenderView) -> None:
         qp.lb = self
         qp.lb_state = RepsState(self.buffer)
 
-    def entropy(self, qp: QueuePair, psn: int) -> int:
+    def entropy(self, qp: SenderView, psn: int) -> int:
         state: RepsState = qp.lb_state
         fifo = state.fifo
         if fifo:
@@ -139,7 +139,7 @@ class Reps(LoadBalancer):
         state.fifo.append(entropy)
         good.append(entropy)
 
-    def on_ack(self, qp: QueuePair, pkt: Packet) -> None:
+    def on_ack(self, qp: SenderView, pkt: Packet) -> None:
         # pkt.psn is the receiver's cumulative PSN after the echoed packet (pkt.sack_psn)
         # arrived: below psn - 1, packets sent after it had arrived first (see the docstring).
         if not self.recycle_overtaken and not pkt.ecn and pkt.sack_psn < pkt.psn - 1:
@@ -147,10 +147,11 @@ class Reps(LoadBalancer):
             return
         self._feedback(qp.lb_state, pkt.entropy, pkt.ecn)
 
-    def on_nack(self, qp: QueuePair, pkt: Packet) -> None:
+    def on_nack(self, qp: SenderView, pkt: Packet) -> bool:
         self._feedback(qp.lb_state, pkt.entropy, pkt.ecn)
+        return False
 
-    def on_timeout(self, qp: QueuePair) -> None:
+    def on_timeout(self, qp: SenderView) -> None:
         qp.lb_state.frozen_until = self.sim.now + self.freeze_ps
         self.freezes += 1
 

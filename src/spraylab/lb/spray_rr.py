@@ -13,7 +13,7 @@ from spraylab.lb.base import LbParams, LoadBalancer, register
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
-    from spraylab.transport.qp import QueuePair
+    from spraylab.transport.view import SenderView
 
 
 class SprayRrParams(LbParams):
@@ -40,15 +40,15 @@ class SprayRoundRobin(LoadBalancer):
         super().setup(net)
         self.rng = net.sim.derive_rng(0x5B2A7)
 
-    def init_qp(self, qp: QueuePair) -> None:
+    def init_qp(self, qp: SenderView) -> None:
         qp.lb = self
 
-    def on_flow_start(self, qp: QueuePair) -> None:
+    def on_flow_start(self, qp: SenderView) -> None:
         paths: int = self.params.paths  # type: ignore[attr-defined]
         entropies = self.rng.sample(range(1 << 16), paths)
         qp.lb_state = _SprayState(entropies)
 
-    def entropy(self, qp: QueuePair, psn: int) -> int:
+    def entropy(self, qp: SenderView, psn: int) -> int:
         state = qp.lb_state
         i = state.i
         state.i = i + 1 if i + 1 < state.n else 0

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spraylab.transport.qp import QueuePair
-from spraylab.transport.receiver import RECEIVERS
 from spraylab.workload.flows import FlowSpec
 
 if TYPE_CHECKING:
@@ -29,13 +28,10 @@ class FlowSchedule:
         before or in this call."""
         net = self.net
         params = net.transport
-        receiver_cls = RECEIVERS[params.recovery]
         new = []
         for spec in specs:
-            src, dst = net.hosts[spec.src], net.hosts[spec.dst]
-            nic = src.route[spec.dst]
-            qp = QueuePair(net, spec, nic, params, nic.port.rate_bps)
-            qp.rx = receiver_cls(qp, dst.route[spec.src], params)
+            nic = net.hosts[spec.src].route[spec.dst]
+            qp = QueuePair(net, spec, nic, params, nic.port.rate_bps)  # builds its receiver at dst
             net.lb.init_qp(qp)
             net.qps.append(qp)
             new.append(qp)

@@ -383,9 +383,9 @@ class IngressCounter:
 def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) -> None:
     """Every drop goes through here, with its cause (``spraylab.net.drops``): counted for the
     network (the conservation check reads these counters), for the packet's flow and, when
-    the drop happens at an egress ``port``, for that port. Also the ideal transport's oracle
-    loss notice (``QueuePair.drop_hook``; None for the other recovery modes, which pay this one
-    attribute test) sees the loss."""
+    the drop happens at an egress ``port``, for that port. A recovery mode that watches losses
+    (the ideal transport's oracle notice) sees it through ``QueuePair.drop_hook`` (its
+    ``on_drop``; None for the other modes, which pay this one attribute test)."""
     if port is not None:
         port.drops += 1
         port.drops_by_cause[cause] += 1

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spraylab.transport.registry import cc_modes, recovery_modes
-
 
 @dataclass(frozen=True, slots=True)
 class DcqcnParams:
@@ -43,11 +41,11 @@ class DcqcnParams:
 
 @dataclass(frozen=True, slots=True)
 class TransportParams:
-    cc: str = "dcqcn"
-    recovery: str = "gbn"
+    cc: str = "dcqcn"  # a registered congestion control (spraylab.transport.cc)
+    recovery: str = "gbn"  # a registered recovery mode (spraylab.transport.recovery)
     mtu_bytes: int = 4096
     ooo_bitmap_packets: int = 128
-    cnp_on_ooo: bool | None = None  # None: on for go-back-N (ConnectX behaviour), off otherwise
+    cnp_on_ooo: bool | None = None  # None: the recovery mode's default (on for go-back-N, as ConnectX)
     nack_timer_ps: int = 4_000_000
     rto_ps: int = 1_000_000_000
     ack_every: int = 1  # ACK every n accepted packets; 0 = off (see transport.receiver)
@@ -57,11 +55,9 @@ class TransportParams:
     dcqcn: DcqcnParams = DcqcnParams()
 
     def __post_init__(self) -> None:
-        if self.recovery not in recovery_modes():
-            raise ValueError(f"transport.recovery = {self.recovery!r}: allowed {', '.join(recovery_modes())}")
-        if self.cc not in cc_modes():
-            raise ValueError(f"transport.cc = {self.cc!r}: allowed {', '.join(cc_modes())}")
+        # Imported here: the registries import the modules that import this one.
+        from spraylab.transport.cc.base import CONGESTION_CONTROLS
+        from spraylab.transport.recovery.base import RECOVERIES
 
-    @property
-    def cnp_on_out_of_order(self) -> bool:
-        return self.recovery == "gbn" if self.cnp_on_ooo is None else self.cnp_on_ooo
+        RECOVERIES.get(self.recovery)  # ValueError naming the allowed modes
+        CONGESTION_CONTROLS.get(self.cc)

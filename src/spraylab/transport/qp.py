@@ -1,20 +1,24 @@
-"""The RoCEv2 requester (sender side of a reliable-connection queue pair)."""
+"""The RoCEv2 requester core (sender side of a reliable-connection queue pair)."""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from spraylab.net.drops import no_drops
-from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
-from spraylab.net.packet import ACK, DATA, Packet
-from spraylab.net.routes import packet_hash, trace_route
-from spraylab.transport.dcqcn import Dcqcn
+from spraylab.net.framing import data_wire_bytes
+from spraylab.net.packet import DATA, Packet
+from spraylab.net.routes import packet_hash
+from spraylab.transport.cc.base import CONGESTION_CONTROLS, CongestionControl
 from spraylab.transport.params import TransportParams
+from spraylab.transport.recovery.base import RECOVERIES, Recovery
+from spraylab.transport.registry import optional_hook
 
 if TYPE_CHECKING:
     from spraylab.net.host import Nic
     from spraylab.net.network import Network
+    from spraylab.transport.receiver import Receiver
     from spraylab.workload.flows import FlowSpec
 
 PS_BITS = 8_000_000_000_000  # ps per byte at 1 bit/s
@@ -22,37 +26,21 @@ NO_WINDOW = 1 << 62  # psn_window / window_packets when nothing caps them
 
 
 class QueuePair:
-    """Segments one message into PSN-numbered packets, paces them at the DCQCN rate, and
-    recovers from NACKs and timeouts per the receiver's recovery mode (go-back-N rewinds,
-    selective repeat resends one PSN, the ideal transport resends only un-SACKed PSNs).
+    """Segments one message into PSN-numbered packets, paces them at the congestion control's
+    rate, keeps the PSN bookkeeping (``snd_una``, ``snd_nxt``, ``max_sent``, the resend queue)
+    and processes ACKs; what NACKs and timeouts do is the recovery mode's
+    (``spraylab.transport.recovery``), rate and window the congestion control's
+    (``spraylab.transport.cc``). Both are chosen by name from the transport settings, and the
+    queue pair builds its recovery's receiver (``rx``) at the destination.
 
-    ``psn_window`` caps ``next PSN - snd_una`` (DFS sets it to its reorder bound B).
-    ``lb`` is the sender-side load balancer hook (entropy per packet, ACK feedback), or None.
+    ``psn_window`` caps ``next PSN - snd_una`` (a scheme's bound, DFS's B);
+    ``window_packets`` caps it too (``transport.window``, or the congestion control's window).
+    ``lb`` is the sender-side load balancer, or None; it sees this object as a
+    :class:`~spraylab.transport.view.SenderView`.
 
-    **Ideal transport loss recovery** (an idealisation of packet trimming as in NDP or Ultra
-    Ethernet; the ideal receiver itself never NACKs, so without it a real loss waits for the
-    RTO). Every drop of one of this QP's packets calls ``drop_hook`` from ``sim_drop`` (None
-    for the other recovery modes, so they pay one attribute test):
-
-    * a lost **data** packet is reported to the sender at ``max(sent + base RTT, drop +
-      return)`` (``_path_delays``: base RTT = idle-fabric round trip of a data packet and its
-      ACK along the flow's route, return = its ACK half). That is when the NACK for a trimmed
-      header that went on from the drop point to the receiver gets back (trimming as in NDP
-      or Ultra Ethernet) if the packet had not queued before the drop point, as on lossy and
-      failed links; and it is never earlier than a header bounced straight back from the
-      drop point (NDP's return-to-sender) could arrive, so a real mechanism achieves it. It
-      is also never later than a selective-repeat NACK, which needs a later-sent packet to
-      reach the receiver (at least sent + base RTT); "drop + base RTT" would be, by up to the
-      forward path already travelled. The PSN is then resent selectively (on whatever
-      entropy the load balancer picks) unless the receiver holds it (it would not NACK it),
-      it is already queued, or another copy (an RTO resend) is still in the network and
-      decides on its own: a notice never causes a spurious retransmission;
-    * a lost **ACK** causes no resend: SACK state is cumulative (``_sack``), so any later ACK
-      repairs the sender's view; and its content reaches the transport at drop + return
-      (``_on_late_ack``), so a window-limited sender whose last ACKs die (a failed link in the
-      ACK direction) does not wait for the RTO either;
-    * lost CNPs are lost. The load balancer hears of none of this (it sees the ACKs that
-      arrive, as before). The RTO (default 1 ms) stays as the last resort.
+    Hot path: the optional hooks of the recovery and the congestion control are bound once
+    here (None when a part does not override them), so per packet the core pays one slot load
+    per hook it does not use, as it did when these modes were flags.
     """
 
     __slots__ = (
@@ -72,18 +60,18 @@ class QueuePair:
         "recovery",
         "cc",
         "line_rate_bps",
+        "rate_bps",
         "paced_ps_per_byte",
         "next_send_ps",
         "snd_una",
         "snd_nxt",
         "max_sent",
         "retx_queue",
-        "ideal",
-        "sack_count",
         "entropy",
         "flow_hash",
         "psn_window",
         "window_packets",
+        "window_cap_packets",
         "lb",
         "lb_state",
         "in_sched",
@@ -98,18 +86,13 @@ class QueuePair:
         "nacks_received",
         "timeouts",
         "drops_by_cause",
-        "_rto_cb",
-        "_deferred_nack_cb",
-        # ideal transport only (None / unused otherwise)
         "drop_hook",
-        "tx_copies",
-        "lost_copies",
-        "base_rtt_ps",
-        "return_ps",
-        "loss_notices",
-        "late_acks",
-        "_notice_cb",
-        "_late_ack_cb",
+        "_rto_cb",
+        "_ack_hook",
+        "_skip_resend",
+        "_on_resent",
+        "_cc_sent",
+        "_recovery_nack",
     )
 
     def __init__(
@@ -127,24 +110,21 @@ class QueuePair:
         self.full_wire_bytes = data_wire_bytes(self.mtu)
         self.last_wire_bytes = data_wire_bytes(self.last_payload)
         self.nic = nic
-        self.rx: Any = None
-        self.recovery = params.recovery
         self.line_rate_bps = line_rate_bps
-        self.cc = Dcqcn(self, params.dcqcn, line_rate_bps) if params.cc == "dcqcn" else None
+        self.rate_bps = float(line_rate_bps)
         self.paced_ps_per_byte = 0.0  # 0: line rate, no pacing beyond the NIC port
         self.next_send_ps = 0
         self.snd_una = 0
         self.snd_nxt = 0
         self.max_sent = 0
         self.retx_queue: deque[int] = deque()
-        self.ideal = params.recovery == "ideal"
-        self.sack_count = 0  # ideal: the receiver's first arrivals the sender has heard of (SACK)
         self.entropy = net.flow_rng.getrandbits(16)
         self.flow_hash = packet_hash(self.flow_id, self.entropy)  # the header hash on that entropy
         self.psn_window = NO_WINDOW
-        self.window_packets = (
+        self.window_cap_packets = (
             max(1, params.window_bytes // self.full_wire_bytes) if params.window_bytes else NO_WINDOW
         )
+        self.window_packets = self.window_cap_packets
         self.lb: Any = None
         self.lb_state: Any = None
         self.in_sched = False
@@ -160,28 +140,33 @@ class QueuePair:
         self.timeouts = 0
         self.drops_by_cause = no_drops()  # this flow's packets (data and control) lost, by cause
         self._rto_cb = self._on_rto
-        self._deferred_nack_cb = self._on_deferred_nack
-        ideal = self.ideal
-        self.drop_hook = self._on_drop if ideal else None
-        # Copies of each PSN put on the wire (the first send is counted in advance) and copies
-        # lost in the network: a PSN has a copy in flight while the first exceeds the second
-        # (and the receiver does not hold it yet).
-        self.tx_copies: list[int] | None = [1] * self.n_packets if ideal else None
-        self.lost_copies: list[int] | None = [0] * self.n_packets if ideal else None
-        self.base_rtt_ps = -1  # computed at the first loss (_path_delays)
-        self.return_ps = -1
-        self.loss_notices = 0
-        self.late_acks = 0
-        self._notice_cb = self._on_loss_notice
-        self._late_ack_cb = self._on_late_ack
+        # The parts, in dependency order: the receiver reads the congestion control's and the
+        # recovery's traits from the settings, the recovery may keep references into its receiver.
+        cc: CongestionControl = CONGESTION_CONTROLS.get(params.cc)(self, params, line_rate_bps)
+        self.cc = cc
+        recovery_cls = RECOVERIES.get(params.recovery)
+        self.rx: Receiver = recovery_cls.receiver(self, net.hosts[self.dst].route[self.src], params)
+        recovery = recovery_cls(self, params)
+        self.recovery = recovery
+        self._recovery_nack = recovery.on_nack
+        self._skip_resend = optional_hook(recovery, "skip_resend", Recovery)
+        self._on_resent = optional_hook(recovery, "on_resent", Recovery)
+        self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
+        self._cc_sent = optional_hook(cc, "on_sent", CongestionControl)
+        self._ack_hook = _both(
+            optional_hook(recovery, "on_ack", Recovery), optional_hook(cc, "on_ack", CongestionControl)
+        )
 
-    # --- rate ------------------------------------------------------------------------
+    # --- rate and window (the congestion control sets them) -------------------------------
     def set_rate(self, rate_bps: float) -> None:
+        self.rate_bps = rate_bps
         self.paced_ps_per_byte = 0.0 if rate_bps >= self.line_rate_bps else PS_BITS / rate_bps
 
-    @property
-    def rate_bps(self) -> float:
-        return self.cc.rc if self.cc is not None else float(self.line_rate_bps)
+    def set_window(self, packets: int) -> None:
+        """Cap ``next PSN - snd_una`` at ``packets`` (at least 1; never above transport.window)."""
+        self.window_packets = min(max(1, packets), self.window_cap_packets)
+        if self.start_ps >= 0 and not self.sender_done:
+            self.kick()
 
     # --- sending ---------------------------------------------------------------------
     def start(self) -> None:
@@ -201,13 +186,20 @@ class QueuePair:
             and nxt - self.snd_una < self.window_packets
         )
 
+    def kick(self) -> None:
+        """Hand the queue pair to its NIC if it can send and is not scheduled yet."""
+        if not self.in_sched and self.has_work():
+            self.nic.activate(self)
+
     def next_packet(self, now: int) -> Packet | None:
         """The next packet to put on the wire, or None when blocked (window) or done."""
         retx_queue = self.retx_queue
         while retx_queue:
             psn = retx_queue.popleft()
-            if psn >= self.snd_una and not (self.ideal and self._sacked(psn)):
-                break
+            if psn >= self.snd_una:
+                skip = self._skip_resend
+                if skip is None or not skip(psn):
+                    break
         else:
             psn = self.snd_nxt
             if (
@@ -228,23 +220,39 @@ class QueuePair:
         if psn < self.max_sent:
             pkt.retx = True
             self.retx_packets += 1
-            if self.tx_copies is not None:
-                self.tx_copies[psn] += 1
+            resent = self._on_resent
+            if resent is not None:
+                resent(psn)
         else:
             self.max_sent = psn + 1
         self.sent_packets += 1
         if self.paced_ps_per_byte:
             self.next_send_ps = now + int(size * self.paced_ps_per_byte)
-        if self.cc is not None:
-            self.cc.on_sent(size)
+        cc_sent = self._cc_sent
+        if cc_sent is not None:
+            cc_sent(size)
         if not self.rto_armed:
             self.rto_armed = True
             self.sim.after(self.rto_ps, self._rto_cb)
         self.net.injected_packets += 1
         return pkt
 
+    # --- sender view (spraylab.transport.view) ---------------------------------------------
+    def outstanding(self) -> range:
+        """PSNs sent and not cumulatively acknowledged."""
+        return range(self.snd_una, self.max_sent)
+
+    def queued_resends(self) -> set[int]:
+        return set(self.retx_queue)
+
+    def resend(self, psns: Iterable[int]) -> None:
+        """Queue ``psns`` for retransmission (a sender scheme's own loss detection uses this)."""
+        self.retx_queue.extend(psns)
+        self.kick()
+
     # --- feedback --------------------------------------------------------------------
-    def _advance(self, cum_psn: int, now: int) -> None:
+    def advance(self, cum_psn: int, now: int) -> None:
+        """Apply a cumulative acknowledgement of every PSN below ``cum_psn``."""
         if cum_psn > self.snd_una:
             self.snd_una = cum_psn
             self.last_progress_ps = now
@@ -257,11 +265,10 @@ class QueuePair:
 
     def on_ack(self, pkt: Packet) -> None:
         now = self.sim.now
-        if self.ideal:  # cumulative SACK (see _sack), inlined on this hot path
-            count = self.rx.rank[pkt.sack_psn]
-            if count > self.sack_count:
-                self.sack_count = count
-        self._advance(pkt.psn, now)
+        hook = self._ack_hook
+        if hook is not None:
+            hook(pkt)
+        self.advance(pkt.psn, now)
         if self.lb is not None:
             self.lb.on_ack(self, pkt)
         if not self.sender_done and not self.in_sched and self.has_work():
@@ -271,36 +278,18 @@ class QueuePair:
         now = self.sim.now
         self.nacks_received += 1
         psn = pkt.psn
-        self._advance(psn, now)
-        if self.lb is not None:
-            self.lb.on_nack(self, pkt)
+        self.advance(psn, now)
+        # A scheme may take over the one retransmission a selective NACK asks for.
+        claimed = self.lb is not None and self.lb.on_nack(self, pkt) and self.recovery.selective
         if self.sender_done:
             return
-        if self.recovery == "gbn":
-            if self.snd_nxt > psn:
-                self.snd_nxt = psn
-        elif psn < self.max_sent:
-            at = -1 if self.lb is None else self.lb.nack_retransmit_at(self, psn)
-            if at > now:
-                self.sim.at(at, self._deferred_nack_cb, psn)
-            else:
-                self.retx_queue.append(psn)
-        if not self.in_sched and self.has_work():
-            self.nic.activate(self)
-
-    def _on_deferred_nack(self, psn: int) -> None:
-        if self.sender_done or psn < self.snd_una:
-            return  # delivered meanwhile: the NACK was for reordering, not loss
-        self.resend([psn])
-
-    def resend(self, psns: list[int]) -> None:
-        """Queue ``psns`` for retransmission (a sender scheme's own loss detection uses this)."""
-        self.retx_queue.extend(psns)
+        if not claimed:
+            self._recovery_nack(psn)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
 
     def on_cnp(self, pkt: Packet) -> None:
-        if self.cc is not None and not self.sender_done:
+        if not self.sender_done:
             self.cc.on_cnp(self.sim.now)
 
     def _on_rto(self, _: object) -> None:
@@ -317,12 +306,7 @@ class QueuePair:
             return
         self.timeouts += 1
         self.last_progress_ps = now
-        if self.ideal:
-            rank, count = self.rx.rank, self.sack_count
-            self.retx_queue.clear()  # the un-SACKed range below includes anything still queued
-            self.retx_queue.extend(p for p in range(self.snd_una, self.max_sent) if not 0 < rank[p] <= count)
-        else:
-            self.snd_nxt = self.snd_una  # go back N (selective-repeat RNICs also do so on timeout)
+        self.recovery.on_timeout()
         if self.lb is not None:
             self.lb.on_timeout(self)
         self.rto_armed = True
@@ -330,76 +314,16 @@ class QueuePair:
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
 
-    # --- ideal transport: oracle loss notification -----------------------------------
-    def _on_drop(self, pkt: Packet) -> None:
-        """``sim_drop`` hook (ideal mode): a packet of this QP was lost (see the class doc)."""
-        if self.sender_done:
-            return
-        back = self.return_ps
-        if back < 0:
-            self._path_delays()
-            back = self.return_ps
-        now = self.sim.now
-        kind = pkt.kind
-        if kind == DATA:
-            self.lost_copies[pkt.psn] += 1  # type: ignore[index]
-            at = pkt.sent_ps + self.base_rtt_ps
-            self.sim.at(at if at > now + back else now + back, self._notice_cb, pkt.psn)
-        elif kind == ACK:
-            # Not the packet itself: an event holding a Packet would count as in flight.
-            self.sim.at(now + back, self._late_ack_cb, (pkt.psn, pkt.sack_psn))
 
-    def _sack(self, sack_psn: int) -> None:
-        """Cumulative SACK: the ideal receiver's ACK triggered by PSN ``sack_psn`` reports
-        every PSN it held when it sent that ACK, i.e. its first ``rank[sack_psn]`` arrivals
-        (for an ACK of a duplicate, a lower bound), so one lost ACK is repaired by any later
-        one. The sender keeps the largest count heard; PSN p is SACKed iff
-        ``0 < rank[p] <= sack_count``."""
-        count = self.rx.rank[sack_psn]
-        if count > self.sack_count:
-            self.sack_count = count
+def _both(
+    first: Callable[[Packet], None] | None, second: Callable[[Packet], None] | None
+) -> Callable[[Packet], None] | None:
+    """One ACK hook from two optional ones (the recovery's first)."""
+    if first is None or second is None:
+        return first if second is None else second
 
-    def _sacked(self, psn: int) -> bool:
-        rank = self.rx.rank[psn]
-        return 0 < rank <= self.sack_count
+    def both(pkt: Packet) -> None:
+        first(pkt)
+        second(pkt)
 
-    def _on_late_ack(self, info: tuple[int, int]) -> None:
-        """A lost ACK's content (ePSN, SACK) reaches the transport ``return_ps`` after the drop.
-        The load balancer is not told: the path it came back on did not deliver it."""
-        if self.sender_done:
-            return
-        epsn, sack_psn = info
-        self.late_acks += 1
-        self._sack(sack_psn)
-        self._advance(epsn, self.sim.now)
-        if not self.sender_done and not self.in_sched and self.has_work():
-            self.nic.activate(self)
-
-    def _on_loss_notice(self, psn: int) -> None:
-        """The (trimmed-header) NACK for ``psn`` reaches the sender: resend it selectively
-        unless that would be spurious or redundant."""
-        if self.sender_done or psn < self.snd_una or self.rx.received[psn]:
-            return  # delivered: the receiver would not NACK a PSN it holds
-        if self.tx_copies[psn] > self.lost_copies[psn]:  # type: ignore[index]
-            return  # another copy (an RTO resend) is still in the network
-        if psn in self.retx_queue:
-            return  # already queued (by an RTO)
-        self.loss_notices += 1
-        self.retx_queue.append(psn)
-        if not self.in_sched:
-            self.nic.activate(self)
-
-    def _path_delays(self) -> None:
-        """``base_rtt_ps``: round trip of a data packet and its ACK on the idle fabric along
-        the representative route (``trace_route``: the first equal-cost candidate at each
-        switch; if the destination is unreachable right now, the route so far), i.e.
-        propagation both ways plus one data and one control serialization per hop;
-        ``return_ps``: its ACK half (destination to source)."""
-        data = self.full_wire_bytes
-        forward = back = 0
-        for hop in trace_route(self.net, self.src, self.dst).hops:
-            port = hop.port
-            forward += port.delay_ps + int(data * port.ps_per_byte)
-            back += port.delay_ps + int(ACK_WIRE_BYTES * port.ps_per_byte)
-        self.base_rtt_ps = forward + back
-        self.return_ps = back
+    return both

@@ -1,6 +1,7 @@
-"""The RoCEv2 responder (receiver side): go-back-N, selective repeat, and the ideal
-reorder-tolerant transport. Each sends ACK/NACK/CNP echoing the data packet's entropy, ECN
-mark and send timestamp, so sender-side schemes learn per-path state.
+"""The RoCEv2 responder (receiver side): what every recovery mode's receiver shares. Each
+mode's own receiver (``on_data``) lives with its recovery in ``spraylab.transport.recovery``.
+Every receiver sends ACK/NACK/CNP echoing the data packet's entropy, ECN mark and send
+timestamp, so sender-side schemes learn per-path state.
 
 **ACK coalescing.** Every ACK and NACK carries the cumulative ePSN, so one ACK covers every
 packet accepted before it. The receiver counts the data packets it accepted since its last
@@ -22,7 +23,9 @@ from typing import TYPE_CHECKING
 from spraylab.net.drops import BEYOND_BITMAP
 from spraylab.net.packet import ACK, CNP, CONTROL_WIRE_BYTES, NACK, Packet
 from spraylab.net.port import sim_drop
+from spraylab.transport.cc.base import CONGESTION_CONTROLS
 from spraylab.transport.params import TransportParams
+from spraylab.transport.recovery.base import RECOVERIES
 
 if TYPE_CHECKING:
     from spraylab.net.host import Nic
@@ -91,10 +94,14 @@ class Receiver:
         self.nack_timer_ps = params.nack_timer_ps
         self.nacked_epsn = -1
         self.nacked_ps = 0
-        self.cnp_on_ooo = params.cnp_on_out_of_order and params.cc == "dcqcn"
+        cc_enabled = CONGESTION_CONTROLS.get(params.cc).uses_cnp
+        cnp_on_ooo = params.cnp_on_ooo
+        if cnp_on_ooo is None:
+            cnp_on_ooo = RECOVERIES.get(params.recovery).cnp_on_ooo
+        self.cnp_on_ooo = cnp_on_ooo and cc_enabled
         self.cnp_interval_ps = params.dcqcn.cnp_interval_ps
         self.last_cnp_ps = -(1 << 62)
-        self.cc_enabled = params.cc == "dcqcn"
+        self.cc_enabled = cc_enabled
         self.max_psn_seen = -1
         self.finish_ps = -1
         self.delivered_bytes = 0
@@ -262,93 +269,3 @@ class Receiver:
 
     def on_data(self, pkt: Packet) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
-
-
-class GoBackNReceiver(Receiver):
-    """ConnectX default: accept only PSN == ePSN; discard anything ahead and NACK(ePSN)."""
-
-    __slots__ = ()
-
-    def on_data(self, pkt: Packet) -> None:
-        self._observe(pkt)
-        psn = pkt.psn
-        epsn = self.epsn
-        if psn == epsn:
-            self._in_order(pkt)
-        elif psn > epsn:
-            self._discard(pkt)
-            self._gap(pkt)
-        else:
-            self._duplicate(pkt)
-
-
-class SelectiveRepeatReceiver(Receiver):
-    """OOO placement into a W-packet bitmap; the first OOO arrival of a gap NACKs ePSN."""
-
-    __slots__ = ("bitmap",)
-
-    def __init__(self, qp: QueuePair, nic: Nic, params: TransportParams) -> None:
-        super().__init__(qp, nic, params)
-        self.bitmap = params.ooo_bitmap_packets
-
-    def on_data(self, pkt: Packet) -> None:
-        self._observe(pkt)
-        psn = pkt.psn
-        epsn = self.epsn
-        if psn == epsn:
-            self._in_order(pkt)
-        elif psn >= epsn + self.bitmap:
-            self._discard(pkt)
-        elif psn > epsn:
-            if self.received[psn]:
-                # e.g. after a go-back-N resend on timeout: the hole at ePSN is still open,
-                # a sequence error, which the RNIC NAKs.
-                self._duplicate(pkt, nack=True)
-                return
-            self._place(pkt)
-            self._count(pkt)
-            self._gap(pkt)
-        else:
-            self._duplicate(pkt)
-
-
-class IdealReceiver(Receiver):
-    """Reorder-tolerant reference: accepts any PSN, SACKs each packet, never NACKs (real
-    losses are reported to the sender by an oracle notice, see ``QueuePair``).
-
-    SACK state is cumulative: ``rank[p]`` is the number of first arrivals the receiver had
-    once PSN p had arrived (0: not yet), so the ACK triggered by p reports all of the first
-    ``rank[p]`` arrivals, and losing one ACK costs the sender nothing once a later one
-    arrives (``QueuePair._sack``)."""
-
-    __slots__ = ("rank", "n_arrived")
-
-    def __init__(self, qp: QueuePair, nic: Nic, params: TransportParams) -> None:
-        super().__init__(qp, nic, params)
-        self.rank = [0] * qp.n_packets
-        self.n_arrived = 0
-
-    def on_data(self, pkt: Packet) -> None:
-        self._observe(pkt)
-        psn = pkt.psn
-        if self.received[psn]:
-            self._duplicate(pkt)
-            return
-        n = self.n_arrived + 1
-        self.n_arrived = n
-        self.rank[psn] = n
-        if psn == self.epsn:
-            self._in_order(pkt)
-        else:
-            self._place(pkt)
-            self.ooo_arrivals += 1
-            # SACKed like any arrival (at once without coalescing), so the sender learns of
-            # this PSN even while ePSN is stuck.
-            self._coalesce(pkt)
-
-
-RECEIVERS: dict[str, type[Receiver]] = {
-    "gbn": GoBackNReceiver,
-    "sr": SelectiveRepeatReceiver,
-    "ideal": IdealReceiver,
-}

@@ -23,15 +23,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spraylab.transport.params import DcqcnParams
+from spraylab.transport.cc.base import CongestionControl, register_cc
 
 if TYPE_CHECKING:
+    from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
 
 
-class Dcqcn:
+@register_cc
+class Dcqcn(CongestionControl):
     """Per-QP DCQCN state. Timers are real events only while they matter: the decrease check
     when a CNP arrived, the increase timer while below line rate."""
+
+    name = "dcqcn"
+    summary = "DCQCN reaction point with ConnectX firmware timing (CNP-driven rate control)"
+    uses_cnp = True
 
     __slots__ = (
         "qp",
@@ -55,7 +61,8 @@ class Dcqcn:
         "_decrease_cb",
     )
 
-    def __init__(self, qp: QueuePair, params: DcqcnParams, line_rate_bps: int) -> None:
+    def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
+        params = transport.dcqcn
         self.qp = qp
         self.p = params
         self.line_rate_bps = line_rate_bps
@@ -125,10 +132,10 @@ class Dcqcn:
         qp.sim.after(self.p.increase_timer_ps, self._timer_cb, self.timer_gen)
 
     # --- increase ----------------------------------------------------------------------
-    def on_sent(self, size: int) -> None:
+    def on_sent(self, size_bytes: int) -> None:
         if self.rc >= self.line_rate_bps:
             return
-        self.bytes_since_increase += size
+        self.bytes_since_increase += size_bytes
         if self.bytes_since_increase >= self.p.byte_counter_bytes:
             self.bytes_since_increase = 0
             self._increase(self.timer_rounds, self.byte_rounds)

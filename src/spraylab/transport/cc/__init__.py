@@ -1,0 +1,1 @@
+"""Congestion controls of the requester, one module each (see ``base``)."""

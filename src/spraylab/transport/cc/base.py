@@ -1,0 +1,53 @@
+"""The congestion-control interface and registry.
+
+A congestion control sets how fast (``qp.set_rate``) and how much (``qp.set_window``) its
+queue pair may send, from what the queue pair tells it. It is one module of this package with
+a ``@register``ed :class:`CongestionControl` subclass; ``transport.cc`` selects it by name.
+
+Hooks, each optional and bound once per queue pair (one not overridden is never called, so it
+costs nothing per packet): :meth:`on_sent` (every data packet put on the wire), :meth:`on_ack`
+(every ACK, before its cumulative ePSN is applied; it echoes the data packet's ECN mark and
+send time) and :meth:`on_cnp`. What a congestion control may use of its queue pair: ``sim``,
+``sender_done``, ``line_rate_bps``, ``full_wire_bytes``, ``set_rate(rate_bps)`` and
+``set_window(packets)``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from spraylab.transport.registry import Registry
+
+if TYPE_CHECKING:
+    from spraylab.net.packet import Packet
+    from spraylab.transport.params import TransportParams
+    from spraylab.transport.qp import QueuePair
+
+
+class CongestionControl:
+    """Per-queue-pair congestion state. The base class is no control at all: line rate, no
+    window beyond ``transport.window``."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    # The receiver answers ECN-marked packets with CNPs (DCQCN's notification point, at most
+    # one per transport.dcqcn.cnp_interval), and out-of-order ones too with transport.cnp_on_ooo.
+    uses_cnp: ClassVar[bool] = False
+
+    __slots__ = ()
+
+    def __init__(self, qp: QueuePair, params: TransportParams, line_rate_bps: int) -> None:
+        pass
+
+    def on_sent(self, size_bytes: int) -> None:
+        """A data packet of ``size_bytes`` on the wire was sent."""
+
+    def on_ack(self, pkt: Packet) -> None:
+        """An ACK arrived (``pkt.ecn``, ``pkt.sent_ps`` echo the data packet that triggered it)."""
+
+    def on_cnp(self, now: int) -> None:
+        """A CNP arrived (only while the sender is not done)."""
+
+
+CONGESTION_CONTROLS: Registry[CongestionControl] = Registry("transport.cc", "spraylab.transport.cc")
+register_cc = CONGESTION_CONTROLS.register

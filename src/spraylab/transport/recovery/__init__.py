@@ -1,0 +1,1 @@
+"""Loss-recovery modes of the requester, one module each (see ``base``)."""

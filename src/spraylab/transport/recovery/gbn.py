@@ -1,0 +1,41 @@
+"""Go-back-N, the ConnectX default: the receiver accepts only PSN = ePSN and NACKs the ePSN
+when anything else arrives; the requester rewinds to the NACKed PSN."""
+
+from __future__ import annotations
+
+from spraylab.net.packet import Packet
+from spraylab.transport.receiver import Receiver
+from spraylab.transport.recovery.base import Recovery, register_recovery
+
+
+class GoBackNReceiver(Receiver):
+    """Accept only PSN == ePSN; discard anything ahead and NACK(ePSN)."""
+
+    __slots__ = ()
+
+    def on_data(self, pkt: Packet) -> None:
+        self._observe(pkt)
+        psn = pkt.psn
+        epsn = self.epsn
+        if psn == epsn:
+            self._in_order(pkt)
+        elif psn > epsn:
+            self._discard(pkt)
+            self._gap(pkt)
+        else:
+            self._duplicate(pkt)
+
+
+@register_recovery
+class GoBackN(Recovery):
+    name = "gbn"
+    summary = "go-back-N (ConnectX default): a NACK rewinds the sender to the missing PSN"
+    receiver = GoBackNReceiver
+    cnp_on_ooo = True  # ConnectX also sends a CNP for an out-of-order arrival
+
+    __slots__ = ()
+
+    def on_nack(self, psn: int) -> None:
+        qp = self.qp
+        if qp.snd_nxt > psn:
+            qp.snd_nxt = psn

@@ -1,0 +1,207 @@
+"""The ideal reorder-tolerant transport (a reference, not an RNIC): the receiver accepts any
+PSN and SACKs every first arrival; the requester resends only what was not SACKed, and learns
+of every loss from an oracle notice.
+
+**Loss recovery** (an idealisation of packet trimming as in NDP or Ultra Ethernet; the ideal
+receiver itself never NACKs, so without it a real loss waits for the RTO). Every drop of one of
+the flow's packets reaches :meth:`IdealRecovery.on_drop` (``sim_drop`` calls the queue pair's
+``drop_hook``, None for the other modes, so they pay one attribute test):
+
+* a lost **data** packet is reported to the sender at ``max(sent + base RTT, drop + return)``
+  (``_path_delays``: base RTT = idle-fabric round trip of a data packet and its ACK along the
+  flow's route, return = its ACK half). That is when the NACK for a trimmed header that went on
+  from the drop point to the receiver gets back if the packet had not queued before the drop
+  point, as on lossy and failed links; it is never earlier than a header bounced straight back
+  from the drop point (NDP's return-to-sender) could arrive, so a real mechanism achieves it;
+  and never later than a selective-repeat NACK, which needs a later-sent packet to reach the
+  receiver (at least sent + base RTT). The PSN is then resent selectively (on whatever entropy
+  the load balancer picks) unless the receiver holds it (it would not NACK it), it is already
+  queued, or another copy (an RTO resend) is still in the network and decides on its own: a
+  notice never causes a spurious retransmission;
+* a lost **ACK** causes no resend: SACK state is cumulative (:meth:`IdealRecovery.on_ack`), so
+  any later ACK repairs the sender's view; and its content reaches the transport at drop +
+  return (``_on_late_ack``), so a window-limited sender whose last ACKs die (a failed link in
+  the ACK direction) does not wait for the RTO either;
+* lost CNPs are lost. The load balancer hears of none of this (it sees the ACKs that arrive).
+  The RTO (default 1 ms) stays as the last resort, and resends only un-SACKed PSNs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spraylab.net.framing import ACK_WIRE_BYTES
+from spraylab.net.packet import ACK, DATA, Packet
+from spraylab.net.routes import trace_route
+from spraylab.transport.receiver import Receiver
+from spraylab.transport.recovery.base import register_recovery
+from spraylab.transport.recovery.sr import SelectiveRepeat
+
+if TYPE_CHECKING:
+    from spraylab.net.host import Nic
+    from spraylab.transport.params import TransportParams
+    from spraylab.transport.qp import QueuePair
+
+
+class IdealReceiver(Receiver):
+    """Accepts any PSN, SACKs each packet, never NACKs (real losses are reported to the sender
+    by the oracle notice of :class:`IdealRecovery`).
+
+    SACK state is cumulative: ``rank[p]`` is the number of first arrivals the receiver had
+    once PSN p had arrived (0: not yet), so the ACK triggered by p reports all of the first
+    ``rank[p]`` arrivals, and losing one ACK costs the sender nothing once a later one arrives."""
+
+    __slots__ = ("rank", "n_arrived")
+
+    def __init__(self, qp: QueuePair, nic: Nic, params: TransportParams) -> None:
+        super().__init__(qp, nic, params)
+        self.rank = [0] * qp.n_packets
+        self.n_arrived = 0
+
+    def on_data(self, pkt: Packet) -> None:
+        self._observe(pkt)
+        psn = pkt.psn
+        if self.received[psn]:
+            self._duplicate(pkt)
+            return
+        n = self.n_arrived + 1
+        self.n_arrived = n
+        self.rank[psn] = n
+        if psn == self.epsn:
+            self._in_order(pkt)
+        else:
+            self._place(pkt)
+            self.ooo_arrivals += 1
+            # SACKed like any arrival (at once without coalescing), so the sender learns of
+            # this PSN even while ePSN is stuck.
+            self._coalesce(pkt)
+
+
+@register_recovery
+class IdealRecovery(SelectiveRepeat):
+    name = "ideal"
+    summary = "ideal reference: reorder-tolerant, cumulative SACK, oracle loss notice, no spurious resend"
+    receiver = IdealReceiver
+    acks_every_arrival = True
+    notices_losses = True
+    # Two int lists on the sender (tx_copies, lost_copies), one on the receiver (rank).
+    state_bytes_per_packet = 25
+
+    __slots__ = (
+        "rank",
+        "sack_count",
+        "tx_copies",
+        "lost_copies",
+        "base_rtt_ps",
+        "return_ps",
+        "loss_notices",
+        "late_acks",
+        "_notice_cb",
+        "_late_ack_cb",
+    )
+
+    def __init__(self, qp: QueuePair, params: TransportParams) -> None:
+        super().__init__(qp, params)
+        self.rank: list[int] = qp.rx.rank
+        self.sack_count = 0  # the receiver's first arrivals the sender has heard of (SACK)
+        # Copies of each PSN put on the wire (the first send is counted in advance) and copies
+        # lost in the network: a PSN has a copy in flight while the first exceeds the second
+        # (and the receiver does not hold it yet).
+        self.tx_copies = [1] * qp.n_packets
+        self.lost_copies = [0] * qp.n_packets
+        self.base_rtt_ps = -1  # computed at the first loss (_path_delays)
+        self.return_ps = -1
+        self.loss_notices = 0
+        self.late_acks = 0
+        self._notice_cb = self._on_loss_notice
+        self._late_ack_cb = self._on_late_ack
+
+    # --- SACK ----------------------------------------------------------------------------
+    def on_ack(self, pkt: Packet) -> None:
+        """Cumulative SACK: the ACK triggered by PSN ``sack_psn`` reports every PSN the
+        receiver held when it sent that ACK, i.e. its first ``rank[sack_psn]`` arrivals (for an
+        ACK of a duplicate, a lower bound), so one lost ACK is repaired by any later one. The
+        sender keeps the largest count heard; PSN p is SACKed iff ``0 < rank[p] <= sack_count``."""
+        count = self.rank[pkt.sack_psn]
+        if count > self.sack_count:
+            self.sack_count = count
+
+    def skip_resend(self, psn: int) -> bool:
+        rank = self.rank[psn]
+        return 0 < rank <= self.sack_count
+
+    def on_resent(self, psn: int) -> None:
+        self.tx_copies[psn] += 1
+
+    def on_timeout(self) -> None:
+        qp = self.qp
+        rank, count = self.rank, self.sack_count
+        retx_queue = qp.retx_queue
+        retx_queue.clear()  # the un-SACKed range below includes anything still queued
+        retx_queue.extend(p for p in range(qp.snd_una, qp.max_sent) if not 0 < rank[p] <= count)
+
+    # --- oracle loss notification ----------------------------------------------------------
+    def on_drop(self, pkt: Packet) -> None:
+        """A packet of this flow was lost (see the module doc)."""
+        qp = self.qp
+        if qp.sender_done:
+            return
+        back = self.return_ps
+        if back < 0:
+            self._path_delays()
+            back = self.return_ps
+        sim = qp.sim
+        now = sim.now
+        kind = pkt.kind
+        if kind == DATA:
+            self.lost_copies[pkt.psn] += 1
+            at = pkt.sent_ps + self.base_rtt_ps
+            sim.at(at if at > now + back else now + back, self._notice_cb, pkt.psn)
+        elif kind == ACK:
+            # Not the packet itself: an event holding a Packet would count as in flight.
+            sim.at(now + back, self._late_ack_cb, (pkt.psn, pkt.sack_psn))
+
+    def _on_late_ack(self, info: tuple[int, int]) -> None:
+        """A lost ACK's content (ePSN, SACK) reaches the transport ``return_ps`` after the drop.
+        The load balancer is not told: the path it came back on did not deliver it."""
+        qp = self.qp
+        if qp.sender_done:
+            return
+        epsn, sack_psn = info
+        self.late_acks += 1
+        count = self.rank[sack_psn]
+        if count > self.sack_count:
+            self.sack_count = count
+        qp.advance(epsn, qp.sim.now)
+        if not qp.sender_done:
+            qp.kick()
+
+    def _on_loss_notice(self, psn: int) -> None:
+        """The (trimmed-header) NACK for ``psn`` reaches the sender: resend it selectively
+        unless that would be spurious or redundant."""
+        qp = self.qp
+        if qp.sender_done or psn < qp.snd_una or qp.rx.received[psn]:
+            return  # delivered: the receiver would not NACK a PSN it holds
+        if self.tx_copies[psn] > self.lost_copies[psn]:
+            return  # another copy (an RTO resend) is still in the network
+        if psn in qp.retx_queue:
+            return  # already queued (by an RTO)
+        self.loss_notices += 1
+        qp.retx_queue.append(psn)
+        qp.kick()
+
+    def _path_delays(self) -> None:
+        """``base_rtt_ps``: round trip of a data packet and its ACK on the idle fabric along
+        the representative route (``trace_route``: the first equal-cost candidate at each
+        switch; if the destination is unreachable right now, the route so far), i.e.
+        propagation both ways plus one data and one control serialization per hop;
+        ``return_ps``: its ACK half (destination to source)."""
+        qp = self.qp
+        data = qp.full_wire_bytes
+        forward = back = 0
+        for hop in trace_route(qp.net, qp.src, qp.dst).hops:
+            port = hop.port
+            forward += port.delay_ps + int(data * port.ps_per_byte)
+            back += port.delay_ps + int(ACK_WIRE_BYTES * port.ps_per_byte)
+        self.base_rtt_ps = forward + back
+        self.return_ps = back
