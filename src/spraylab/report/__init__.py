@@ -10,8 +10,27 @@ apart and the page lists them; runs made by another spraylab version are flagged
 """
 
 from spraylab.report.grouping import Group, ReportError, SweepData, column_label, sweep_data
-from spraylab.report.page import CSS, Plot, Report, build_report, html_table, render_html
-from spraylab.report.plots import DPI, plot_bars, plot_cdf, plot_heatmap, save_figure
+from spraylab.report.page import (
+    CSS,
+    VIEWS_DIR,
+    Plot,
+    Report,
+    build_report,
+    html_table,
+    render_html,
+    run_links,
+)
+from spraylab.report.plots import (
+    DPI,
+    FORMATS,
+    MIN_CI_N,
+    ci_error,
+    plot_bars,
+    plot_cdf,
+    plot_heatmap,
+    plot_percentiles,
+    save_figure,
+)
 from spraylab.report.statistics import (
     METRIC_KIND,
     METRIC_LABEL,
@@ -27,6 +46,7 @@ from spraylab.report.statistics import (
     reorder_series,
     resolve_baseline,
     size_bucket_estimates,
+    size_bucket_percentiles,
     slowdown_series,
     uplink_matrix,
 )
@@ -36,5 +56,6 @@ __all__ = [
     "ReportError", "SweepData", "build_report", "cell_text", "column_label", "compare_tables", "format_estimate",
     "format_value", "group_estimates", "html_table", "metric_value", "plot_bars", "plot_cdf", "plot_heatmap",
     "reorder_series", "render_html", "resolve_baseline", "save_figure", "size_bucket_estimates",
-    "slowdown_series", "sweep_data", "uplink_matrix",
+    "slowdown_series", "sweep_data", "uplink_matrix", "FORMATS", "MIN_CI_N", "ci_error", "plot_percentiles",
+    "size_bucket_percentiles", "run_links", "VIEWS_DIR",
 ]  # fmt: skip

@@ -11,7 +11,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from spraylab.report.grouping import SweepData, sweep_data
-from spraylab.report.plots import plot_bars, plot_cdf, plot_heatmap, save_figure
+from spraylab.report.plots import plot_bars, plot_cdf, plot_heatmap, plot_percentiles, save_figure
 from spraylab.report.statistics import (
     METRIC_LABEL,
     CompareTable,
@@ -19,12 +19,15 @@ from spraylab.report.statistics import (
     format_estimate,
     group_estimates,
     reorder_series,
-    size_bucket_estimates,
+    size_bucket_percentiles,
     slowdown_series,
     uplink_matrix,
 )
 
 # --- the report ---------------------------------------------------------------------------
+
+
+VIEWS_DIR = "runs"  # the runs' viewer pages, inside the report directory
 
 
 @dataclass
@@ -50,8 +53,11 @@ def build_report(
     by: Iterable[str] | None = None,
     baseline: str | None = None,
     keep_figures: bool = False,
+    views: bool = True,
 ) -> Report:
-    """Write PNG plots and ``report.html`` (default directory: ``ROOT/report``)."""
+    """Write the plots (PNG, PDF, SVG) and ``report.html`` (default directory: ``ROOT/report``);
+    with ``views``, also every stored run's viewer page (``runs/KEY.html``, see
+    :mod:`spraylab.viewer`), linked from the page."""
     from spraylab.output import check_target, write_dir
 
     data = sweep_data(root, by)
@@ -73,12 +79,12 @@ def build_report(
                     plot_cdf(series, f"FCT slowdown{where}", "FCT slowdown (FCT / lower bound)"),
                 )
             )
-            buckets, ests = size_bucket_estimates(data, group)
+            buckets, pcts = size_bucket_percentiles(data, group)
             figures.append(
                 (
                     "slowdown_by_size",
-                    "mean FCT slowdown by flow size (mean ± 95% CI over seeds)",
-                    plot_bars(buckets, ests, f"FCT slowdown by flow size{where}", "mean slowdown"),
+                    "FCT slowdown by flow size: p50 and p99 of the completed flows (all seeds; n = flows)",
+                    plot_percentiles(buckets, pcts, f"FCT slowdown by flow size{where}", "slowdown"),
                 )
             )
         cct = group_estimates(data, group, "cct_ps")
@@ -100,8 +106,8 @@ def build_report(
                         list(busbw),
                         {"busbw": list(busbw.values())},
                         f"busbw{where}",
-                        "busbw (Gb/s)",
-                        scale=1e9,
+                        "busbw (GB/s)",
+                        scale=8e9,  # bit/s to GB/s, as nccl-tests prints it
                     ),
                 )
             )
@@ -123,10 +129,22 @@ def build_report(
             figures_of.append((name, fig))
             plots.append(Plot(name, caption, gi, fig if keep_figures else None))
 
+    stored = [p for p in data.points if p.status in ("done", "incomplete")] if views else []
+    pages = {p.key: f"{VIEWS_DIR}/{p.key}.html" for p in stored}
+
     def fill(tmp: Path) -> None:
         for name, fig in figures_of:
             save_figure(fig, tmp / name)
-        (tmp / "report.html").write_text(render_html(data, tables, plots))
+        if stored:
+            from plotly.offline import get_plotlyjs
+
+            from spraylab.viewer import render_view
+
+            (tmp / VIEWS_DIR).mkdir()
+            (tmp / VIEWS_DIR / "plotly.min.js").write_text(get_plotlyjs())  # one copy for every run page
+            for p in stored:
+                (tmp / pages[p.key]).write_text(render_view(data.result(p.key), plotly_js="plotly.min.js"))
+        (tmp / "report.html").write_text(render_html(data, tables, plots, pages))
 
     write_dir(directory, "report", fill)
     return Report(directory, directory / "report.html", plots, tables, data)
@@ -143,7 +161,10 @@ figcaption{font-size:0.85em;color:#555;max-width:560px}pre{background:#f6f6f6;pa
 """
 
 
-def render_html(data: SweepData, tables: list[CompareTable], plots: list[Plot]) -> str:
+def render_html(
+    data: SweepData, tables: list[CompareTable], plots: list[Plot], views: dict[str, str] | None = None
+) -> str:
+    """The page; ``views`` maps run keys to their viewer pages (relative links)."""
     e = html.escape
     warning = data.version_warning()
     parts = [
@@ -164,10 +185,17 @@ def render_html(data: SweepData, tables: list[CompareTable], plots: list[Plot]) 
     for gi, table in enumerate(tables):
         parts.append(f"<h2>{e(table.group.title)}</h2>")
         parts.append(html_table(table))
+        if views:
+            parts.append(run_links(data, table, views))
         for plot in (p for p in plots if p.group == gi):
             parts.append(
                 f'<figure><img src="{e(plot.file)}" alt="{e(plot.caption)}">'
-                f"<figcaption>{e(plot.caption)}</figcaption></figure>"
+                f"<figcaption>{e(plot.caption)} "
+                + " ".join(
+                    f'<a href="{e(str(Path(plot.file).with_suffix("." + x)))}">{x.upper()}</a>'
+                    for x in ("pdf", "svg")
+                )
+                + "</figcaption></figure>"
             )
     unfinished = data.incomplete()
     if unfinished:
@@ -194,6 +222,22 @@ def render_html(data: SweepData, tables: list[CompareTable], plots: list[Plot]) 
         parts.append("</ul>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def run_links(data: SweepData, table: CompareTable, views: dict[str, str]) -> str:
+    """One line per column: a link to each of its runs' viewer pages, named by the pooled axis."""
+    e = html.escape
+    lines = []
+    for c in table.columns:
+        links = [
+            f'<a href="{e(views[p.key])}">{e(p.labels.get(data.over, p.key) if data.over else p.key[:8])}</a>'
+            for p in table.group.cells[c]
+            if p.key in views
+        ]
+        if links:
+            lines.append(f"<b>{e(c)}</b>: {', '.join(links)}")
+    who = f" (by {e(data.over)})" if data.over else ""
+    return f'<p class="meta">run pages{who}: ' + "; ".join(lines) + "</p>" if lines else ""
 
 
 def html_table(table: CompareTable) -> str:

@@ -1,5 +1,10 @@
 """Report plots: plain data in, a matplotlib Figure out (returned, so that its data can be read
-back); :func:`save_figure` writes PNG, PDF and SVG."""
+back); :func:`save_figure` writes PNG, PDF and SVG.
+
+Paper-ready rules: a confidence interval is drawn only from ``MIN_CI_N`` = 3 values on (two
+seeds give a Student-t interval 12.7 standard errors wide that says nothing), it never reaches
+below zero for quantities that cannot, and every bar says its n; legends sit outside the axes,
+never on the curves; layouts are constrained so that labels do not overlap."""
 
 from __future__ import annotations
 
@@ -12,14 +17,17 @@ from matplotlib.figure import Figure  # figures outside pyplot: no global state,
 from spraylab.stats import Estimate
 
 DPI = 110
+MIN_CI_N = 3  # fewest values a plotted confidence interval is computed from
+LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": 8}
 
 
 # --- plots: plain data in, a Figure out -------------------------------------------------------
 
 
 def plot_cdf(series: dict[str, np.ndarray], title: str, xlabel: str, xscale: str = "log") -> Figure:
-    """One step CDF per label (values are sorted here); ``xscale``: log, symlog or linear."""
-    fig = Figure(figsize=(6.4, 4.2))
+    """One step CDF per label (values are sorted here); ``xscale``: log, symlog or linear. Each
+    label says its n (flows)."""
+    fig = Figure(figsize=(7.2, 4.2), layout="constrained")
     ax = fig.subplots()
     for label, values in series.items():
         xs = np.sort(np.asarray(values, dtype=float))
@@ -46,35 +54,89 @@ def plot_cdf(series: dict[str, np.ndarray], title: str, xlabel: str, xscale: str
     ax.set_title(title)
     ax.grid(True, which="both", alpha=0.3)
     if series:
-        ax.legend()
-    fig.tight_layout()
+        handles = ax.get_lines()
+        ax.legend(handles, [f"{h.get_label()} (n={len(series[h.get_label()])})" for h in handles], **LEGEND)
     return fig
 
 
+def ci_error(est: Estimate, scale: float = 1.0, nonnegative: bool = True) -> tuple[float, float]:
+    """The (below, above) error-bar lengths of ``est``: none under ``MIN_CI_N`` values, and for a
+    quantity that cannot be negative the interval is cut at zero."""
+    if est.mean is None or est.half_width is None or est.n < MIN_CI_N:
+        return 0.0, 0.0
+    half = est.half_width / scale
+    below = min(half, est.mean / scale) if nonnegative else half
+    return below, half
+
+
 def plot_bars(
-    categories: list[str], series: dict[str, list[Estimate]], title: str, ylabel: str, scale: float = 1.0
+    categories: list[str],
+    series: dict[str, list[Estimate]],
+    title: str,
+    ylabel: str,
+    scale: float = 1.0,
+    nonnegative: bool = True,
 ) -> Figure:
-    """Grouped bars: one group per category, one bar per label; height = mean, error bar = 95% CI."""
-    fig = Figure(figsize=(min(12.0, max(6.4, 0.35 * len(categories) * len(series) + 2)), 4.2))
+    """Grouped bars: one group per category, one bar per label; height = mean, error bar = 95% CI
+    (Student t, only from ``MIN_CI_N`` values on, cut at zero when ``nonnegative``); each bar
+    is labelled with its n."""
+    wide = 0.35 * len(categories) * len(series) + 3
+    fig = Figure(figsize=(min(12.0, max(7.2, wide)), 4.4), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / max(1, len(series))
     x = np.arange(len(categories))
     for i, (label, ests) in enumerate(series.items()):
         heights = [e.mean / scale if e.mean is not None else np.nan for e in ests]
-        errs = [e.half_width / scale if e.half_width is not None else 0.0 for e in ests]
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, heights, width, yerr=errs, capsize=3, label=label)
-    ax.set_xticks(x, categories)
+        errs = np.array([ci_error(e, scale, nonnegative) for e in ests]).T.reshape(2, len(ests))
+        bars = ax.bar(
+            x + (i - (len(series) - 1) / 2) * width, heights, width, yerr=errs, capsize=3, label=label
+        )
+        ax.bar_label(bars, labels=[f"n={e.n}" if e.n else "" for e in ests], fontsize=7, padding=2)
+    ax.set_xticks(x, categories, rotation=30 if sum(len(c) for c in categories) > 60 else 0, ha="right"
+                  if sum(len(c) for c in categories) > 60 else "center")  # fmt: skip
     ax.set_ylabel(ylabel)
     ax.set_title(title)
+    ax.set_ylim(bottom=0)
+    ax.margins(y=0.12)  # room for the n labels
     ax.grid(True, axis="y", alpha=0.3)
     if series:
-        ax.legend()
-    fig.tight_layout()
+        ax.legend(**LEGEND)
+    if any(0 < e.n < MIN_CI_N for ests in series.values() for e in ests):
+        fig.supxlabel(f"no error bar where n < {MIN_CI_N}", fontsize=7, color="#555")
+    return fig
+
+
+def plot_percentiles(
+    categories: list[str], series: dict[str, list[tuple[float, float, int]]], title: str, ylabel: str
+) -> Figure:
+    """Two panels of grouped bars, p50 and p99, per category and label, from (p50, p99, n)
+    triples; each bar is labelled with its n (values pooled)."""
+    wide = 0.5 * len(categories) * len(series) + 4
+    fig = Figure(figsize=(min(14.0, max(9.0, wide)), 4.4), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    width = 0.8 / max(1, len(series))
+    x = np.arange(len(categories))
+    for k, (ax, name) in enumerate(zip(axes, ("p50", "p99"))):
+        for i, (label, values) in enumerate(series.items()):
+            heights = [v[k] for v in values]
+            bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, heights, width, label=label)
+            ax.bar_label(bars, labels=[f"n={v[2]}" for v in values], fontsize=6, padding=2)
+        ax.set_xticks(x, categories, rotation=30, ha="right")
+        ax.set_title(f"{name}")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.set_ylim(bottom=0)
+        ax.margins(y=0.12)
+    axes[0].set_ylabel(ylabel)
+    fig.suptitle(title)
+    if series:
+        axes[1].legend(**LEGEND)
     return fig
 
 
 def plot_heatmap(rows: list[str], cols: list[str], matrix: np.ndarray, title: str, label: str) -> Figure:
-    fig = Figure(figsize=(max(6.4, 0.45 * len(cols) + 2.5), max(2.5, 0.5 * len(rows) + 1.6)))
+    fig = Figure(
+        figsize=(max(6.4, 0.45 * len(cols) + 2.5), max(2.5, 0.5 * len(rows) + 1.6)), layout="constrained"
+    )
     ax = fig.subplots()
     finite = matrix[np.isfinite(matrix)]
     vmax = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
@@ -97,10 +159,21 @@ def plot_heatmap(rows: list[str], cols: list[str], matrix: np.ndarray, title: st
                     color="w" if v < 0.6 * vmax else "k",
                 )
     fig.colorbar(image, ax=ax, label=label)
-    fig.tight_layout()
     return fig
 
 
+FORMATS = ("png", "pdf", "svg")  # a plot is written in each, beside one another
+
+
 def save_figure(fig: Figure, path: Path) -> Path:
+    """Write ``path`` (PNG) and the PDF and SVG beside it, without timestamps so that the same
+    figure gives the same bytes. The constrained layout is solved once and then frozen, so that
+    every format (and any later rendering) has the same positions."""
+    if fig.get_layout_engine() is not None:
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
     fig.savefig(path, dpi=DPI)
+    fig.savefig(path.with_suffix(".pdf"), metadata={"CreationDate": None, "ModDate": None})
+    with matplotlib.rc_context({"svg.hashsalt": "spraylab"}):  # element ids from content, not uuid4
+        fig.savefig(path.with_suffix(".svg"), metadata={"Date": None})
     return path

@@ -24,7 +24,7 @@ METRICS: list[tuple[str, str, str]] = [
     ("fct_p99_ps", "FCT p99", "time"),
     ("completion_ps", "completion time", "time"),
     ("cct_mean_ps", "CCT (mean over groups)", "time"),
-    ("busbw_mean_bps", "busbw (mean over groups)", "rate"),
+    ("busbw_mean_bps", "busbw (mean over groups)", "GBps"),
     ("goodput_bps", "goodput per receiver", "rate"),
     ("retx_ratio", "retx ratio", "pct"),
     ("spurious_retx_ratio", "spurious retx ratio", "pct"),
@@ -58,6 +58,8 @@ def format_value(value: float | None, kind: str) -> str:
         return format_time(int(round(value)))
     if kind == "rate":
         return format_rate(float(value))
+    if kind == "GBps":  # bit/s shown in GB/s, as nccl-tests prints busbw
+        return f"{value / 8e9:.2f} GB/s"
     if kind == "pct":
         return f"{100 * value:.2f}%"
     if abs(value) >= 1000:
@@ -218,6 +220,32 @@ def size_bucket_estimates(data: SweepData, group: Group) -> tuple[list[str], dic
             present.update(means.index)
     buckets = [name for name, _ in SIZE_BUCKETS if name in present]
     return buckets, {c: [mean_ci(m.get(b) for m in runs) for b in buckets] for c, runs in per_run.items()}
+
+
+def size_bucket_percentiles(
+    data: SweepData, group: Group
+) -> tuple[list[str], dict[str, list[tuple[float, float, int]]]]:
+    """Buckets present, and per column (p50, p99, n) of the slowdowns of the completed flows in
+    each bucket, pooled over seeds (a p99 needs the flows, not the runs' means)."""
+    pooled: dict[str, pd.DataFrame] = {}
+    for c in data.columns:
+        parts = [data.result(p.key).flows for p in group.cells[c] if p.status == "done"]
+        if parts:
+            flows = pd.concat(parts)
+            pooled[c] = flows[flows["completed"]]
+    present = {b for f in pooled.values() for b in f["size_bucket"].unique()}
+    buckets = [name for name, _ in SIZE_BUCKETS if name in present]
+    out: dict[str, list[tuple[float, float, int]]] = {}
+    for c, flows in pooled.items():
+        rows = []
+        for b in buckets:
+            values = flows.loc[flows["size_bucket"] == b, "slowdown"].to_numpy(dtype=float)
+            if len(values):
+                rows.append((float(np.percentile(values, 50)), float(np.percentile(values, 99)), len(values)))
+            else:
+                rows.append((float("nan"), float("nan"), 0))
+        out[c] = rows
+    return buckets, out
 
 
 def group_estimates(data: SweepData, group: Group, column: str) -> dict[str, Estimate]:
