@@ -211,7 +211,7 @@ def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, t
             # two seeds per cell: too few for a confidence interval, so no error bar is drawn
             (errors,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
             segments = [seg for collection in errors.lines[2] for seg in collection.get_segments()]
-            assert len(segments) == len(SCHEMES) and all(np.ptp(seg[:, 1]) == 0 for seg in segments)
+            assert not [seg for seg in segments if len(seg) and np.isfinite(seg).all()]
         elif kind == "uplink_heatmap":
             image = ax.images[0]
             assert [t.get_text() for t in ax.get_yticklabels()] == SCHEMES

@@ -75,6 +75,13 @@ def port_role(port: Port) -> str:
     return "uplink" if port.is_uplink else "downlink"
 
 
+def with_utilization(ports: pd.DataFrame, links: pd.DataFrame) -> pd.DataFrame:
+    """``ports`` (a monitored run's per-port series) with ``utilization``: departed bytes over the
+    link's capacity in the interval (rates from the links table, by ``link``)."""
+    rate = ports["link"].astype(str).map(links.set_index("link")["rate_bps"]).astype(float)
+    return ports.assign(utilization=ports["tx_bytes"] * 8e12 / (rate * ports["dt_ps"]))
+
+
 # --- the departure log: ports switched to these classes while monitored ------------------------
 
 

@@ -29,6 +29,7 @@ from spraylab.report.plots import (
     plot_cdf,
     plot_heatmap,
     plot_percentiles,
+    plot_timeseries,
     save_figure,
 )
 from spraylab.report.statistics import (
@@ -56,6 +57,6 @@ __all__ = [
     "ReportError", "SweepData", "build_report", "cell_text", "column_label", "compare_tables", "format_estimate",
     "format_value", "group_estimates", "html_table", "metric_value", "plot_bars", "plot_cdf", "plot_heatmap",
     "reorder_series", "render_html", "resolve_baseline", "save_figure", "size_bucket_estimates",
-    "slowdown_series", "sweep_data", "uplink_matrix", "FORMATS", "MIN_CI_N", "ci_error", "plot_percentiles",
+    "slowdown_series", "sweep_data", "uplink_matrix", "FORMATS", "MIN_CI_N", "ci_error", "plot_percentiles", "plot_timeseries",
     "size_bucket_percentiles", "run_links", "VIEWS_DIR",
 ]  # fmt: skip

@@ -8,6 +8,7 @@ never on the curves; layouts are constrained so that labels do not overlap."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib.ticker
@@ -59,6 +60,14 @@ def plot_cdf(series: dict[str, np.ndarray], title: str, xlabel: str, xscale: str
     return fig
 
 
+def category_labels(categories: list[str], axes_width_in: float) -> list[str]:
+    """Category names wrapped onto lines that fit their share of the axis (8-point text is
+    about 0.075 in per character), so that neighbouring tick labels never overlap."""
+    per_category_in = axes_width_in / max(1, len(categories))
+    width = max(5, int(0.85 * per_category_in / 0.075))
+    return [textwrap.fill(c, width, break_on_hyphens=False) if len(c) > width else c for c in categories]
+
+
 def ci_error(est: Estimate, scale: float = 1.0, nonnegative: bool = True) -> tuple[float, float]:
     """The (below, above) error-bar lengths of ``est``: none under ``MIN_CI_N`` values, and for a
     quantity that cannot be negative the interval is cut at zero."""
@@ -88,12 +97,15 @@ def plot_bars(
     for i, (label, ests) in enumerate(series.items()):
         heights = [e.mean / scale if e.mean is not None else np.nan for e in ests]
         errs = np.array([ci_error(e, scale, nonnegative) for e in ests]).T.reshape(2, len(ests))
-        bars = ax.bar(
-            x + (i - (len(series) - 1) / 2) * width, heights, width, yerr=errs, capsize=3, label=label
-        )
-        ax.bar_label(bars, labels=[f"n={e.n}" if e.n else "" for e in ests], fontsize=7, padding=2)
-    ax.set_xticks(x, categories, rotation=30 if sum(len(c) for c in categories) > 60 else 0, ha="right"
-                  if sum(len(c) for c in categories) > 60 else "center")  # fmt: skip
+        xs = x + (i - (len(series) - 1) / 2) * width
+        # no interval (n < MIN_CI_N): NaN draws no bar and no cap, which a zero-length one would
+        drawn = np.where([e.n >= MIN_CI_N and e.half_width is not None for e in ests], errs, np.nan)
+        ax.bar(xs, heights, width, yerr=drawn, capsize=3, label=label)
+        for xi, h, up, e in zip(xs, heights, errs[1], ests):
+            if e.n:  # above the error bar, not on it
+                ax.annotate(f"n={e.n}", (xi, h + up), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=7)  # fmt: skip
+    ax.set_xticks(x, category_labels(categories, fig.get_figwidth() - 2.5), fontsize=8)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.set_ylim(bottom=0)
@@ -113,7 +125,7 @@ def plot_percentiles(
     triples; each bar is labelled with its n (values pooled)."""
     wide = 0.5 * len(categories) * len(series) + 4
     fig = Figure(figsize=(min(14.0, max(9.0, wide)), 4.4), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
+    axes = fig.subplots(1, 2)  # own scales: a p99 is often far above the p50
     width = 0.8 / max(1, len(series))
     x = np.arange(len(categories))
     for k, (ax, name) in enumerate(zip(axes, ("p50", "p99"))):
@@ -121,7 +133,7 @@ def plot_percentiles(
             heights = [v[k] for v in values]
             bars = ax.bar(x + (i - (len(series) - 1) / 2) * width, heights, width, label=label)
             ax.bar_label(bars, labels=[f"n={v[2]}" for v in values], fontsize=6, padding=2)
-        ax.set_xticks(x, categories, rotation=30, ha="right")
+        ax.set_xticks(x, category_labels(categories, (fig.get_figwidth() - 2.5) / 2), fontsize=8)
         ax.set_title(f"{name}")
         ax.grid(True, axis="y", alpha=0.3)
         ax.set_ylim(bottom=0)
@@ -159,6 +171,33 @@ def plot_heatmap(rows: list[str], cols: list[str], matrix: np.ndarray, title: st
                     color="w" if v < 0.6 * vmax else "k",
                 )
     fig.colorbar(image, ax=ax, label=label)
+    return fig
+
+
+def plot_timeseries(
+    series: dict[str, tuple[np.ndarray, np.ndarray]],
+    title: str,
+    ylabel: str,
+    xlabel: str = "time (us)",
+    step: bool = True,
+) -> Figure:
+    """One line per label from (x, y) arrays, e.g. a monitored port's utilization per interval
+    (``step``: each value holds over the interval that ends at its x, as the samples do)."""
+    fig = Figure(figsize=(7.6, 4.0), layout="constrained")
+    ax = fig.subplots()
+    for label, (xs, ys) in series.items():
+        xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+        if step:
+            ax.step(xs, ys, where="pre", label=label)
+        else:
+            ax.plot(xs, ys, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    if series:
+        ax.legend(**LEGEND)
     return fig
 
 
