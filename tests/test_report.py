@@ -15,7 +15,7 @@ import matplotlib.image
 import numpy as np
 import pandas as pd
 import pytest
-from matplotlib.container import BarContainer
+from matplotlib.container import BarContainer, ErrorbarContainer
 from typer.testing import CliRunner
 
 from spraylab.cli import UsageError, app
@@ -174,25 +174,26 @@ def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, t
                 lo, hi = ax.get_xlim()
                 assert lo <= expected.min() and hi >= expected.max()
         elif kind == "slowdown_by_size":
-            assert [t.get_text() for t in ax.get_xticklabels()] == ["10KB-100KB", "100KB-1MB"]
-            bars = [c for c in ax.containers if isinstance(c, BarContainer)]
-            assert len(bars) == len(SCHEMES)
-            for container, s in zip(bars, SCHEMES):
-                assert container.get_label() == s
-                per_run = []
-                for d in runs[s]:
-                    f = table(d, "flows")
+            # p50 and p99 of the completed flows per size bucket, pooled over seeds, n on each bar
+            assert [a.get_title() for a in fig.axes] == ["p50", "p99"]
+            for k, panel in enumerate(fig.axes):
+                assert [t.get_text() for t in panel.get_xticklabels()] == ["10KB-100KB", "100KB-1MB"]
+                bars = [c for c in panel.containers if isinstance(c, BarContainer)]
+                assert [c.get_label() for c in bars] == SCHEMES
+                labels: list[str] = []
+                for container, s in zip(bars, SCHEMES):
+                    f = pd.concat([table(d, "flows") for d in runs[s]])
                     f = f[f["completed"]]
-                    per_run.append(
-                        [
-                            f.loc[f["size_bytes"] <= 100_000, "slowdown"].mean(),
-                            f.loc[f["size_bytes"] > 100_000, "slowdown"].mean(),
-                        ]
-                    )
-                heights = [bar.get_height() for bar in container.patches]
-                np.testing.assert_allclose(heights, np.mean(per_run, axis=0))
+                    parts = [
+                        f.loc[f["size_bytes"] <= 100_000, "slowdown"],
+                        f.loc[f["size_bytes"] > 100_000, "slowdown"],
+                    ]
+                    expected = [np.percentile(part, 99 if k else 50) for part in parts]
+                    np.testing.assert_allclose([bar.get_height() for bar in container.patches], expected)
+                    labels += [f"n={len(part)}" for part in parts]
+                assert sorted(t.get_text() for t in panel.texts) == sorted(labels)  # n on every bar
         elif kind in ("cct", "busbw"):
-            column, scale = ("cct_ps", 1e6) if kind == "cct" else ("busbw_bps", 1e9)
+            column, scale = ("cct_ps", 1e6) if kind == "cct" else ("busbw_bps", 8e9)  # us; GB/s
             assert [t.get_text() for t in ax.get_xticklabels()] == SCHEMES
             (bars,) = [c for c in ax.containers if isinstance(c, BarContainer)]
             heights = [bar.get_height() for bar in bars.patches]
@@ -205,7 +206,12 @@ def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, t
                     per_run.append(v[np.isfinite(v) & (v >= 0)].mean())
                 expected.append(np.mean(per_run) / scale)
             np.testing.assert_allclose(heights, expected)
-            assert ax.get_ylim()[1] >= max(expected)
+            assert ax.get_ylim()[1] >= max(expected) and ax.get_ylim()[0] == 0
+            assert ax.get_ylabel() == ("CCT (us)" if kind == "cct" else "busbw (GB/s)")
+            # two seeds per cell: too few for a confidence interval, so no error bar is drawn
+            (errors,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
+            segments = [seg for collection in errors.lines[2] for seg in collection.get_segments()]
+            assert not [seg for seg in segments if len(seg) and np.isfinite(seg).all()]
         elif kind == "uplink_heatmap":
             image = ax.images[0]
             assert [t.get_text() for t in ax.get_yticklabels()] == SCHEMES
@@ -231,7 +237,12 @@ def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, t
         parsed = urlparse(ref)
         assert not parsed.scheme and not parsed.netloc and not ref.startswith("/") and ".." not in ref, ref
         assert (report.directory / ref).is_file(), ref
-    assert sorted(set(parser.refs)) == sorted(p.name for p in report.directory.glob("*.png"))
+    images = {ref for ref in parser.refs if ref.endswith(".png")}
+    assert images == {p.name for p in report.directory.glob("*.png")}
+    for png in images:  # the PDF and SVG beside each PNG, linked
+        assert {png[:-3] + "pdf", png[:-3] + "svg"} <= set(parser.refs)
+    views = sorted(ref for ref in parser.refs if ref.startswith("runs/"))
+    assert len(views) == 8 and all((report.directory / v).read_text().count("spraylab view") for v in views)
     assert page.count("<table>") == 3  # the axes, then one compare table per group
     assert "ecmp (baseline)" in page and "transport.recovery = sr" in page
 

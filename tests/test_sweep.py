@@ -174,7 +174,7 @@ def test_point_level_error_and_unknown_top_level_key() -> None:
         Sweep.from_dict({**base, "bogus": 1, "axes": {"run.seed": [1]}}, source="s.toml")
     assert err.value.lines == [
         "s.toml: bogus = 1: unknown key; allowed keys: name, base, baseline, axes, topology, switch, transport, "
-        "lb, workload, run, output"
+        "lb, workload, run, output, monitor"
     ]
     with pytest.raises(ScenarioError) as err:
         Sweep.from_dict({**base, "base": "nowhere.toml", "axes": {"run.seed": [1]}}, source="s.toml")

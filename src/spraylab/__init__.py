@@ -2,6 +2,7 @@
 
 from spraylab.config import Scenario, ScenarioError, validate
 from spraylab.experiment import Simulation, build, run
+from spraylab.frames import SweepFrames, load_sweep
 from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.metrics.maxmin import jain_index, max_min_rates
 from spraylab.metrics.result import Result
@@ -19,8 +20,10 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "Simulation",
+    "SweepFrames",
     "build",
     "jain_index",
+    "load_sweep",
     "max_min_rates",
     "plan_rails",
     "register",

@@ -898,6 +898,27 @@ def docs_command(
     sys.stdout.write(pages[page]())
 
 
+@app.command("view")
+def view_command(
+    run: Annotated[
+        Path, typer.Argument(help="A run's result directory (spraylab run --out, or a store run)")
+    ],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="The page (default RUN.html)")] = None,
+) -> None:
+    """Write one self-contained, interactive HTML page of a run (works offline): link x time
+    utilization by tier, queue and rate traces, a flow timeline and the scenario card. The time
+    series need a run made with a [monitor] section."""
+    from spraylab.viewer import ViewError, write_view
+
+    if not run.is_dir():
+        raise UsageError(f"{run}: no such directory (give a run's result directory)")
+    try:
+        page = write_view(run, out)
+    except ViewError as exc:
+        raise UsageError(str(exc)) from None
+    console.print(f"{page} written", highlight=False)
+
+
 def _error(message: str) -> None:
     err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
 

@@ -293,6 +293,22 @@ class OutputSection(Section):
     dir: str = ""
 
 
+# A selector names ports, flows or switches: a glob on names (``"leaf0->spine*"``; for flows, on
+# the group name), an integer id (a flow id; an index into the network's ports or switches), or
+# for ports a role (``uplink``, ``downlink``, ``host_up``, ``host_down``). Matched against the
+# built network by spraylab.monitor, which rejects a selector matching nothing.
+MonitorSelector = int | str
+
+
+class MonitorSection(Section):
+    """Time series sampled every ``interval`` (spraylab.monitor). Absent: nothing is sampled."""
+
+    interval: PositiveTimePs = 10_000_000
+    ports: list[MonitorSelector] = ["*"]
+    flows: list[MonitorSelector] = ["*"]
+    switches: list[MonitorSelector] = ["*"]
+
+
 class Scenario(Section):
     """One simulation run, fully described. Build from a TOML file with :meth:`load`, from a
     dict with :meth:`from_dict`, or directly from the section models."""
@@ -304,6 +320,15 @@ class Scenario(Section):
     workload: list[Workload]
     run: RunSection = RunSection()
     output: OutputSection = OutputSection()
+    monitor: MonitorSection | None = None
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when absent, so scenarios written before monitors existed stay the same runs.
+        data = handler(self)
+        if self.monitor is None:
+            data.pop("monitor", None)
+        return data
 
     @field_validator("workload", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from spraylab.lb.base import make_lb
 from spraylab.metrics.collect import collect, ideal_fct_ps
 from spraylab.metrics.fct_bound import fct_lower_bounds_ps
 from spraylab.metrics.result import Result
+from spraylab.monitor import Monitor
 from spraylab.net.network import Network, SwitchParams
 from spraylab.topology.base import TopologySection
 from spraylab.topology.fabric import Fabric
@@ -51,6 +52,7 @@ class Simulation:
     ideal_fct: list[int]
     fct_bound: list[int]
     wall_s: float = 0.0
+    monitor: Monitor | None = None  # the [monitor] sampler, when the scenario has one
 
     def run(self, progress: ProgressFn | None = None, until_ps: int | None = None) -> str:
         """Run until the stop condition, or until simulated time ``until_ps`` (at most
@@ -93,7 +95,10 @@ class Simulation:
             "card": scenario_card(self.scenario, self.net.fabric).as_dict(),
         }
         scenario = self.scenario.to_dict()
-        return collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)
+        result = collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)
+        if self.monitor is not None:
+            result.timeseries = self.monitor.finish()
+        return result
 
 
 def build(scenario: Scenario, check_size: bool = True) -> Simulation:
@@ -129,7 +134,8 @@ def build(scenario: Scenario, check_size: bool = True) -> Simulation:
     flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A), scenario.run.seed)
     qps = net.add_flows(flows)
     ideal = [ideal_fct_ps(net, qp.src, qp.dst, qp.spec.size_bytes, params.mtu_bytes) for qp in qps]
-    return Simulation(scenario, sim, net, groups, ideal, fct_lower_bounds_ps(net, qps))
+    monitor = Monitor(net, scenario.monitor) if scenario.monitor is not None else None
+    return Simulation(scenario, sim, net, groups, ideal, fct_lower_bounds_ps(net, qps), monitor=monitor)
 
 
 def run(

@@ -11,10 +11,13 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:
+    from spraylab.monitor import TimeSeries
 
 RESULT_FILES = ("flows.parquet", "links.parquet", "groups.parquet", "summary.json", "scenario.json")
 
@@ -35,6 +38,8 @@ class Result:
     flows: pd.DataFrame
     links: pd.DataFrame
     groups: pd.DataFrame = field(default_factory=pd.DataFrame)
+    # per-port, per-flow and per-switch time series ([monitor] runs only; see spraylab.monitor)
+    timeseries: TimeSeries | None = None
 
     def save(self, directory: str | Path) -> Path:
         """Write the result to ``directory`` atomically, replacing an older spraylab result there;
@@ -50,9 +55,13 @@ class Result:
         self.groups.to_parquet(directory / "groups.parquet", index=False)
         _write_json(directory / "summary.json", self.summary)
         _write_json(directory / "scenario.json", self.scenario)
+        if self.timeseries is not None:
+            self.timeseries.write_files(directory)
 
     @classmethod
     def load(cls, directory: str | Path) -> Result:
+        from spraylab.monitor import TimeSeries
+
         d = Path(directory)
         missing = [name for name in RESULT_FILES if not (d / name).is_file()]
         if missing:
@@ -63,6 +72,7 @@ class Result:
             flows=pd.read_parquet(d / "flows.parquet"),
             links=pd.read_parquet(d / "links.parquet"),
             groups=pd.read_parquet(d / "groups.parquet"),
+            timeseries=TimeSeries.load(d),
         )
 
     def __repr__(self) -> str:

@@ -87,6 +87,7 @@ class Port:
         "busy_log",
         "marks_pending",
         "_deliver_cb",
+        "monitor",  # spraylab.monitor's departure log while this port is monitored, else None
         # counters
         "tx_bytes",
         "tx_packets",
@@ -133,6 +134,7 @@ class Port:
         self.busy_log: deque[tuple[int, int]] = deque()
         self.marks_pending = 0
         self._deliver_cb = self._deliver_marking
+        self.monitor: Any = None
         span = self.kmax - self.kmin
         self.mark_slope = self.pmax / span if span > 0 else 0.0
         self.rng = rng

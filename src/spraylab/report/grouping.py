@@ -1,0 +1,136 @@
+"""Which stored runs a report compares: a sweep's points grouped into columns (the ``by`` axes),
+pooled over seeds (``over``), one group per combination of the other axes."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from spraylab import provenance
+from spraylab.metrics.result import Result
+from spraylab.store import Store
+from spraylab.sweep import SEED_AXIS, StoredPoint, stored_points
+
+
+class ReportError(Exception):
+    """Bad compare/report request (unknown axis, baseline or metric): one line, for the CLI."""
+
+
+# --- grouping the points of a sweep ---------------------------------------------------------
+
+
+@dataclass
+class Group:
+    """The points sharing one combination of the axes that are neither columns nor seeds."""
+
+    values: dict[str, str]
+    cells: dict[str, list[StoredPoint]]  # column label → points (every status)
+
+    @property
+    def title(self) -> str:
+        return ", ".join(f"{k} = {v}" for k, v in self.values.items()) or "all runs"
+
+    def slug(self, index: int) -> str:
+        text = "_".join(f"{k.split('.')[-1]}-{v}" for k, v in self.values.items())
+        text = re.sub(r"[^A-Za-z0-9._-]+", "", text)[:48]
+        return f"g{index + 1}" + (f"-{text}" if text else "")
+
+
+@dataclass
+class SweepData:
+    store: Store
+    name: str
+    axes: dict[str, list[str]]  # axis → value labels, in sweep order
+    by: list[str]
+    over: str | None
+    columns: list[str]
+    groups: list[Group]
+    points: list[StoredPoint]
+    default_baseline: str | None = None
+    _results: dict[str, Result] = field(default_factory=dict, repr=False)
+
+    def result(self, key: str) -> Result:
+        if key not in self._results:
+            self._results[key] = self.store.load(key)
+        return self._results[key]
+
+    def counts(self) -> dict[str, int]:
+        out = {"done": 0, "incomplete": 0, "failed": 0, "missing": 0, "corrupt": 0}
+        for p in self.points:
+            out[p.status] = out.get(p.status, 0) + 1
+        return out
+
+    def incomplete(self) -> list[tuple[StoredPoint, dict[str, Any]]]:
+        """Stored runs whose workload did not finish, with their summaries."""
+        return [(p, self.store.summary(p.key)) for p in self.points if p.status == "incomplete"]
+
+    def other_versions(self) -> list[tuple[StoredPoint, str]]:
+        """Stored runs made by another spraylab version or commit, with what made them."""
+        now = provenance.current()
+        out = []
+        for p in self.points:
+            if p.status in ("done", "incomplete"):
+                summary = self.store.summary(p.key)
+                if not provenance.same_version(summary, now):
+                    out.append((p, provenance.describe(summary)))
+        return out
+
+    def status_line(self) -> str:
+        """``12 runs: 10 done, 1 incomplete, 1 failed, 0 missing``."""
+        c = self.counts()
+        return (
+            f"{len(self.points)} runs: {c['done']} done, {c['incomplete']} incomplete, {c['failed']} failed, "
+            f"{c['missing'] + c['corrupt']} missing"
+        )
+
+    def version_warning(self) -> str | None:
+        other = self.other_versions()
+        if not other:
+            return None
+        made = sorted({text for _, text in other})
+        return (
+            f"{len(other)} of the runs were made by another spraylab version ({', '.join(made)}; "
+            f"this is {provenance.describe(provenance.current())}): rerun them with spraylab sweep"
+        )
+
+
+def column_label(point: StoredPoint, by: list[str]) -> str:
+    return "/".join(point.labels[k] for k in by) if by else "all"
+
+
+def sweep_data(root: str | Path, by: Iterable[str] | None = None, over: str | None = SEED_AXIS) -> SweepData:
+    """Read the store's index; columns are the values of the ``by`` axes (default: the ``lb`` /
+    ``lb.scheme`` axis, else the first axis), runs are pooled over ``over`` (default: seeds), and
+    every combination of the remaining axes is a group."""
+    store = Store(root)
+    index = store.read_index()
+    axes: dict[str, list[str]] = {axis["key"]: axis["labels"] for axis in index["axes"]}
+    by_list = list(by) if by else _default_by(list(axes), over)
+    for key in by_list:
+        if key not in axes:
+            raise ReportError(f"--by {key!r}: not an axis of this sweep; axes: {', '.join(axes)}")
+    over_key = over if over in axes and over not in by_list else None
+    group_axes = [k for k in axes if k not in by_list and k != over_key]
+    points = stored_points(store)
+    columns = ["/".join(c) for c in itertools.product(*(axes[k] for k in by_list))] if by_list else ["all"]
+    groups = []
+    for combo in itertools.product(*(axes[k] for k in group_axes)):
+        values = dict(zip(group_axes, combo))
+        members = [p for p in points if all(p.labels[k] == v for k, v in values.items())]
+        cells = {c: [p for p in members if column_label(p, by_list) == c] for c in columns}
+        groups.append(Group(values, cells))
+    return SweepData(
+        store, index.get("name", ""), axes, by_list, over_key, columns, groups, points, index.get("baseline")
+    )
+
+
+def _default_by(axes: list[str], over: str | None) -> list[str]:
+    for key in ("lb", "lb.scheme"):
+        if key in axes:
+            return [key]
+    rest = [k for k in axes if k != over]
+    return rest[:1]
