@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import sys
-import tomllib
-from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from rich.markup import escape  # rich.console imports it anyway
 
-from spraylab.config import Scenario, ScenarioError
 from spraylab.output import OutputError
-from spraylab.progress import RunProgress
+
+# Start-up (``spraylab --help`` in well under a second): the scenario schema (pydantic), the
+# engine, pandas, matplotlib and the rest load in the commands that use them.
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from spraylab.config import Scenario
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="spraylab: load balancing for AI-training networks."
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="spraylab: load balancing for AI-training networks.",
 )
 console = Console()
 if not console.is_terminal:  # piped or captured output: room for several scheme columns
@@ -45,6 +50,8 @@ class UsageError(Exception):
 
 
 def parse_overrides(items: list[str] | None, allow_large: bool = False) -> dict[str, Any]:
+    import tomllib
+
     overrides: dict[str, Any] = {"run.allow_large": True} if allow_large else {}
     for item in items or []:
         key, sep, raw = item.partition("=")
@@ -59,6 +66,8 @@ def parse_overrides(items: list[str] | None, allow_large: bool = False) -> dict[
 
 
 def preset_names() -> list[str]:
+    from importlib import resources
+
     return sorted(
         p.name.removesuffix(".toml")
         for p in resources.files("spraylab.presets").iterdir()
@@ -67,6 +76,8 @@ def preset_names() -> list[str]:
 
 
 def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
+    from importlib import resources
+
     path = Path(path_or_preset)
     if not path.exists() and path_or_preset in preset_names():
         path = Path(str(resources.files("spraylab.presets") / f"{path_or_preset}.toml"))
@@ -74,6 +85,8 @@ def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
         raise UsageError(
             f"scenario {path_or_preset!r}: no such file or preset; presets: {', '.join(preset_names())}"
         )
+    from spraylab.config import Scenario
+
     scenario = Scenario.load(path)
     return scenario.with_overrides(overrides) if overrides else scenario
 
@@ -182,6 +195,8 @@ def fmt(value: Any, kind: str) -> str:
 
 
 def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
     for label in summaries:
@@ -222,6 +237,7 @@ def exit_if_incomplete(summaries: dict[str, dict[str, Any]]) -> None:
 
 def run_one(scenario: Scenario, label: str = "") -> Any:
     from spraylab.experiment import run
+    from spraylab.progress import RunProgress
 
     with RunProgress(scenario, label or scenario.name, enabled=scenario.run.progress) as progress:
         return run(scenario, progress=progress)
@@ -349,6 +365,8 @@ def _split(text: str | None) -> list[str] | None:
 def compare_sweep(
     directory: Path, baseline: str | None, by: list[str] | None, metrics: list[str] | None
 ) -> None:
+    from rich.table import Table
+
     from spraylab.report import METRIC_LABEL, ReportError, cell_text, compare_tables, sweep_data
     from spraylab.store import StoreError
 
@@ -464,6 +482,8 @@ def validate_command(
 @app.command("list")
 def list_command() -> None:
     """List schemes, topologies, workloads and presets."""
+    from rich.table import Table
+
     from spraylab.config import FatTreeTopology, LeafSpineTopology, RailTopology, Workload
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
 
@@ -646,6 +666,16 @@ def _error(message: str) -> None:
     err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
 
 
+class _NotRaised(Exception):
+    """Stands for ScenarioError while the schema module is not loaded (it cannot have raised)."""
+
+
+def _scenario_error() -> type[Exception]:
+    """``spraylab.config.ScenarioError`` without importing the schema just to catch it."""
+    config = sys.modules.get("spraylab.config")
+    return config.ScenarioError if config is not None else _NotRaised
+
+
 def main() -> None:
     """The ``spraylab`` command. Bad input of any kind (scenario, sweep, options, files) ends
     with one ``error:`` line and exit code 2, never a traceback."""
@@ -653,7 +683,7 @@ def main() -> None:
         # Non-standalone mode hands back a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
-    except ScenarioError as exc:
+    except _scenario_error() as exc:
         for line in exc.lines:
             err_console.print(f"error: {line}", markup=False, highlight=False)
         sys.exit(2)
