@@ -42,11 +42,14 @@ class Nic:
 
     def _kick(self, _: Any) -> None:
         sim = self.sim
-        when = max(sim.now, self.port.busy_until)
+        when = self.port.busy_until
+        if when < sim.now:
+            when = sim.now
         if not self.ready:
             if not self.paced:
                 return
-            when = max(when, self.paced[0][0])
+            if self.paced[0][0] > when:
+                when = self.paced[0][0]
         if self.tx_at < 0 or when < self.tx_at:
             self.tx_at = when
             sim.schedule(when, self._tx_cb, when)
@@ -83,7 +86,18 @@ class Nic:
             else:
                 qp.in_sched = False
             break
-        self._kick(None)
+        # _kick, inlined (one call per data packet): the next transmit event
+        when = port.busy_until
+        if when < now:
+            when = now
+        if not ready:
+            if not paced:
+                return
+            if paced[0][0] > when:
+                when = paced[0][0]
+        if self.tx_at < 0 or when < self.tx_at:
+            self.tx_at = when
+            sim.schedule(when, self._tx_cb, when)
 
 
 class Host:
