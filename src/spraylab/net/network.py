@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from spraylab.engine.simulator import Simulator, StopSimulation
 from spraylab.net.drops import BUFFER, DROP_CAUSES, PORT_CAUSES, RANDOM_LOSS, no_drops
 from spraylab.net.framing import data_wire_bytes
-from spraylab.net.host import Host, Nic
+from spraylab.net.host import Host, Nic, UniformRoute
 from spraylab.net.packet import Packet
 from spraylab.net.port import EcnConfig, IngressCounter, PfcPort, Port, sim_drop
 from spraylab.net.routes import RouteGroup
@@ -197,6 +197,9 @@ class Network:
             switch.table = tables[name]
         for host in self.hosts:
             tor_nic = next(nic for nic in host.nics if nic.port.peer_owner.name == fabric.host_tor[host.id])
+            if len(host.nics) == 1:
+                host.route = UniformRoute(tor_nic, n)
+                continue
             route = [tor_nic] * n
             for nic in host.nics:
                 peer = nic.port.peer_owner
