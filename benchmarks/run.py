@@ -14,6 +14,10 @@ Then the start-up of ``import spraylab`` and ``spraylab --help`` (each the best 
     .venv/bin/python benchmarks/run.py fat_tree_k16_rps  # one of them (a name also selects (c))
     .venv/bin/python benchmarks/run.py --long --json benchmarks/results.json
     .venv/bin/python benchmarks/run.py --base /tmp/base/src --repeat 3 fat_tree_k16_rps
+    .venv/bin/python benchmarks/run.py --table benchmarks/results.json --readme README.md
+
+``--readme`` rewrites the table between the ``<!-- benchmarks -->`` markers of a Markdown file from
+the measurements (``--table`` takes them from a JSON file instead of running).
 
 ``--base SRC`` runs every benchmark alternately on this tree and on the engine in ``SRC`` (another
 checkout's ``src`` directory, same scenario files) and prints the ratios of the medians.
@@ -177,11 +181,19 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the measurements here")
     parser.add_argument("--base", type=Path, help="src directory of an engine to compare against")
     parser.add_argument("--repeat", type=int, default=1, help="runs per benchmark (and per engine)")
+    parser.add_argument("--readme", type=Path, help="rewrite the benchmark table of this Markdown file")
+    parser.add_argument("--table", type=Path, help="take the measurements from this JSON file, run nothing")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--spawned", type=float, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(measure(args.child, args.spawned)))
+        return
+    if args.table:
+        report = json.loads(args.table.read_text())
+        print(markdown_table(report))
+        if args.readme:
+            write_table(args.readme, markdown_table(report))
         return
     if args.names:
         paths = [HERE / f"{n}.toml" for n in args.names]
@@ -220,6 +232,66 @@ def main() -> None:
         if comparisons:
             report["base"] = {"src": str(args.base), "startup_s": startup["base"], "ratios": comparisons}
         args.json.write_text(json.dumps(report, indent=2) + "\n")
+        if args.readme:
+            write_table(args.readme, markdown_table(report))
+
+
+MARK_BEGIN, MARK_END = "<!-- benchmarks -->", "<!-- /benchmarks -->"
+
+
+LABELS = {
+    "fat_tree_k16_rps": "(a) 1024-host fat-tree (k = 16), 100 Gb/s, 2 MB permutation, `rps`",
+    "leaf_spine_128_ecmp": "(b) 128-host leaf-spine, 400 Gb/s, 8 MB permutation, `ecmp`",
+    "leaf_spine_8192_reps": "(c) 8192-host leaf-spine, 400 Gb/s, 2 MB permutation, `reps`",
+    "fat_tree_k8_rps": "(d) 128-host fat-tree (k = 8), 100 Gb/s, 2 MB permutation, `rps`",
+}
+
+
+def label(scenario: str) -> str:
+    return LABELS.get(scenario, scenario)
+
+
+def markdown_table(report: dict[str, object]) -> str:
+    """The README's table: one row per benchmark, plus the ratios to the base engine if any."""
+    ratios = {r["scenario"]: r for r in report.get("base", {}).get("ratios", [])}  # type: ignore[attr-defined]
+    base_note = " | user CPU, peak RSS vs base" if ratios else ""
+    lines = [
+        "| benchmark | data hops/s | control hops/s | user CPU | peak RSS | start-up | fixed cost"
+        + base_note
+        + " |",
+        "|---|---:|---:|---:|---:|---:|---:" + ("|---:" if ratios else "") + "|",
+    ]
+    for row in sorted(report["runs"], key=lambda r: label(r["scenario"])):  # type: ignore[union-attr]
+        cells = [
+            label(row["scenario"]),
+            f"{row['data_hops_per_s']:,}",
+            f"{row['control_hops_per_s']:,}",
+            f"{row['user_cpu_s']} s",
+            f"{row['peak_rss_mb']:.0f} MB",
+            f"{row['startup_s']:.2f} s",
+            f"{row['fixed_s']:.2f} s",
+        ]
+        r = ratios.get(row["scenario"])
+        if ratios:
+            cells.append(f"{r['user_cpu_s']:.2f}x, {r['peak_rss_mb']:.2f}x" if r else "-")
+        lines.append("| " + " | ".join(cells) + " |")
+    startup = report.get("startup_s", {})
+    lines.append("")
+    lines.append(
+        "Start-up: "
+        + "; ".join(f"`{k}` {v} s" for k, v in startup.items())  # type: ignore[union-attr]
+        + f" (Python {report['meta']['python']}, {report['meta']['when']})."  # type: ignore[index]
+    )
+    return "\n".join(lines)
+
+
+def write_table(path: Path, table: str) -> None:
+    text = path.read_text()
+    head, sep, rest = text.partition(MARK_BEGIN)
+    _, sep2, tail = rest.partition(MARK_END)
+    if not sep or not sep2:
+        sys.exit(f"error: {path}: no {MARK_BEGIN} ... {MARK_END} markers")
+    path.write_text(f"{head}{MARK_BEGIN}\n{table}\n{MARK_END}{tail}")
 
 
 def compare(name: str, this: list[dict[str, object]], base: list[dict[str, object]]) -> dict[str, object]:
