@@ -1,15 +1,46 @@
-"""spraylab: design, simulate and compare load balancing for AI-training networks."""
+"""spraylab: design, simulate and compare load balancing for AI-training networks.
 
-from spraylab.config import Scenario, ScenarioError, validate
-from spraylab.experiment import Simulation, build, run
-from spraylab.frames import SweepFrames, load_sweep
-from spraylab.lb.base import LbParams, LoadBalancer, register
-from spraylab.metrics.maxmin import jain_index, max_min_rates
-from spraylab.metrics.result import Result
-from spraylab.rails.planner import RailPlan, plan_rails
-from spraylab.workload.flows import FlowSpec
+The public names below load on first use (PEP 562), so ``import spraylab`` costs milliseconds
+and a command or script pays only for what it touches (the scenario schema, the engine, pandas).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spraylab.config import Scenario, ScenarioError, validate
+    from spraylab.experiment import Simulation, build, run
+    from spraylab.frames import SweepFrames, load_sweep
+    from spraylab.lb.base import LbParams, LoadBalancer, register
+    from spraylab.metrics.maxmin import jain_index, max_min_rates
+    from spraylab.metrics.result import Result
+    from spraylab.rails.planner import RailPlan, plan_rails
+    from spraylab.workload.flows import FlowSpec
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_HOMES = {
+    "FlowSpec": "spraylab.workload.flows",
+    "LbParams": "spraylab.lb.base",
+    "LoadBalancer": "spraylab.lb.base",
+    "RailPlan": "spraylab.rails.planner",
+    "Result": "spraylab.metrics.result",
+    "Scenario": "spraylab.config",
+    "ScenarioError": "spraylab.config",
+    "Simulation": "spraylab.experiment",
+    "SweepFrames": "spraylab.frames",
+    "build": "spraylab.experiment",
+    "jain_index": "spraylab.metrics.maxmin",
+    "load_sweep": "spraylab.frames",
+    "max_min_rates": "spraylab.metrics.maxmin",
+    "plan_rails": "spraylab.rails.planner",
+    "register": "spraylab.lb.base",
+    "run": "spraylab.experiment",
+    "validate": "spraylab.config",
+}
 
 __all__ = [
     "FlowSpec",
@@ -30,3 +61,17 @@ __all__ = [
     "run",
     "validate",
 ]
+assert sorted(__all__) == sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'spraylab' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import sys
-import tomllib
-from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
+from rich.markup import escape  # rich.console imports it anyway
 
-from spraylab.config import Scenario, ScenarioError
-from spraylab.formats.rows import FormatError
 from spraylab.output import OutputError
-from spraylab.progress import RunProgress
+
+# Start-up (``spraylab --help`` in well under a second): the scenario schema (pydantic), the
+# engine, pandas, matplotlib and the rest load in the commands that use them.
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from spraylab.config import Scenario
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="spraylab: load balancing for AI-training networks."
+    add_completion=False,
+    no_args_is_help=True,
+    rich_markup_mode=None,
+    help="spraylab: load balancing for AI-training networks.",
 )
 console = Console()
 if not console.is_terminal:  # piped or captured output: room for several scheme columns
@@ -64,6 +68,8 @@ class UsageError(Exception):
 
 
 def parse_overrides(items: list[str] | None, allow_large: bool = False) -> dict[str, Any]:
+    import tomllib
+
     overrides: dict[str, Any] = {"run.allow_large": True} if allow_large else {}
     for item in items or []:
         key, sep, raw = item.partition("=")
@@ -78,6 +84,8 @@ def parse_overrides(items: list[str] | None, allow_large: bool = False) -> dict[
 
 
 def preset_names() -> list[str]:
+    from importlib import resources
+
     return sorted(
         p.name.removesuffix(".toml")
         for p in resources.files("spraylab.presets").iterdir()
@@ -90,6 +98,8 @@ EXAMPLE_PREFIX = "example:"
 
 def examples_dir() -> Path:
     """The example scenario files shipped in the package (the repository's scenarios/)."""
+    from importlib import resources
+
     return Path(str(resources.files("spraylab") / "scenarios"))
 
 
@@ -112,6 +122,10 @@ def example_path(name: str, sweeps: bool = False) -> Path:
 
 
 def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
+    from importlib import resources
+
+    from spraylab.config import Scenario
+
     if path_or_preset.startswith(EXAMPLE_PREFIX):
         scenario = Scenario.load(example_path(path_or_preset))
         return scenario.with_overrides(overrides) if overrides else scenario
@@ -122,6 +136,8 @@ def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
         raise UsageError(
             f"scenario {path_or_preset!r}: no such file or preset; presets: {', '.join(preset_names())}"
         )
+    from spraylab.config import Scenario
+
     scenario = Scenario.load(path)
     return scenario.with_overrides(overrides) if overrides else scenario
 
@@ -290,6 +306,7 @@ def exit_if_incomplete(summaries: dict[str, dict[str, Any]]) -> None:
 
 def run_one(scenario: Scenario, label: str = "") -> Any:
     from spraylab.experiment import run
+    from spraylab.progress import RunProgress
 
     with RunProgress(scenario, label or scenario.name, enabled=scenario.run.progress) as progress:
         return run(scenario, progress=progress)
@@ -579,6 +596,8 @@ def validate_command(
 @app.command("list")
 def list_command() -> None:
     """List schemes, topologies, workloads, rail strategies, transport modes and presets."""
+    from rich.table import Table
+
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
     from spraylab.topology.base import TOPOLOGIES
     from spraylab.transport.registry import cc_modes, recovery_modes
@@ -923,6 +942,21 @@ def _error(message: str) -> None:
     err_console.print(f"error: {' '.join(message.split())}", markup=False, highlight=False)
 
 
+class _NotRaised(Exception):
+    """Stands for ScenarioError while the schema module is not loaded (it cannot have raised)."""
+
+
+def _scenario_error() -> tuple[type[Exception], ...]:
+    """``spraylab.config.ScenarioError`` and ``spraylab.formats.rows.FormatError`` without
+    importing the schema or the readers just to catch them (unloaded, they cannot have raised)."""
+    config = sys.modules.get("spraylab.config")
+    rows = sys.modules.get("spraylab.formats.rows")
+    return (
+        config.ScenarioError if config is not None else _NotRaised,
+        rows.FormatError if rows is not None else _NotRaised,
+    )
+
+
 def main() -> None:
     """The ``spraylab`` command. Bad input of any kind (scenario, sweep, options, files) ends
     with one ``error:`` line and exit code 2, never a traceback."""
@@ -930,7 +964,7 @@ def main() -> None:
         # Non-standalone mode hands back a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)
         sys.exit(code if isinstance(code, int) else 0)
-    except (ScenarioError, FormatError) as exc:
+    except _scenario_error() as exc:
         for line in exc.lines:
             err_console.print(f"error: {line}", markup=False, highlight=False)
         sys.exit(2)

@@ -128,6 +128,7 @@ class Simulator:
         progress = self._progress
         n = self.events
         reason = "idle"
+        base = -1  # n when the plain loop below started on the current bucket, -1 outside it
         current = self._current
         i = self._index
         # Packets and events form no reference cycles, so the cyclic collector would only
@@ -144,6 +145,34 @@ class Simulator:
                         if until_ps is not None and self.now < until_ps:
                             self.now = until_ps
                         break
+                if ((self._current_bucket + 1) << BUCKET_SHIFT) <= limit:
+                    # The whole bucket (and whatever is inserted into it) is before the limit: the
+                    # plain loop. A list iterator sees the insort_right insertions, all of which
+                    # land after the running event; events processed = n - base, as i counted.
+                    if i:
+                        del current[:i]
+                        i = 0
+                    base = n
+                    for t, fn, arg in current:
+                        self.now = t
+                        n += 1
+                        fn(arg)
+                        if not n & 0xFFFF:
+                            if n >= event_cap:
+                                reason = "event_budget"
+                                break
+                            elapsed = time.perf_counter() - start
+                            if progress is not None:
+                                self.events = n
+                                progress(self, elapsed)
+                            if max_wall_s is not None and elapsed > max_wall_s:
+                                reason = "wall_budget"
+                                break
+                    i = n - base
+                    base = -1
+                    if reason != "idle":
+                        break
+                    continue
                 event = current[i]
                 if event[0] > limit:
                     self.now = limit
@@ -159,8 +188,8 @@ class Simulator:
                 i += 1
                 t, fn, arg = event
                 self.now = t
-                fn(arg)
                 n += 1
+                fn(arg)
                 if not n & 0xFFFF:
                     if n >= event_cap:
                         reason = "event_budget"
@@ -173,9 +202,10 @@ class Simulator:
                         reason = "wall_budget"
                         break
         except StopSimulation as stop:
-            n += 1
             reason = str(stop) or "done"
         finally:
+            if base >= 0:  # raised inside the plain loop: n counts the events it processed
+                i = n - base
             self._index = i
             if gc_was_enabled:
                 gc.enable()

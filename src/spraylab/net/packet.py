@@ -49,7 +49,6 @@ class Packet:
         "path_id",
         "path_seq",
         "ingress",
-        "meta",
     )
 
     def __init__(
@@ -81,7 +80,6 @@ class Packet:
         self.path_id = -1
         self.path_seq = -1
         self.ingress = None
-        self.meta = None
 
     def __repr__(self) -> str:
         return (

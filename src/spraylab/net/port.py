@@ -32,6 +32,14 @@ def ps_per_byte(rate_bps: int) -> float:
     return int(value) if value == int(value) else value
 
 
+def kmin_span_ps(kmin_bytes: int, per_byte: float) -> float:
+    """The time Kmin bytes take to serialize, for comparing a backlog in ps without a division:
+    exact when ``per_byte`` is an integer, else rounded down a little, so that ``backlog_ps >
+    kmin_span_ps`` holds whenever ``backlog_ps / per_byte > kmin_bytes`` does."""
+    span = kmin_bytes * per_byte
+    return span if span.__class__ is int else span * (1 - 1e-9)
+
+
 ECN_MARK_POINTS = ("dequeue", "enqueue")
 
 
@@ -86,6 +94,7 @@ class Port:
         "mark_at_dequeue",
         "busy_log",
         "marks_pending",
+        "kmin_ps",
         "_deliver_cb",
         "monitor",  # spraylab.monitor's departure log while this port is monitored, else None
         # counters
@@ -133,6 +142,7 @@ class Port:
         # after it) of every send since the oldest data packet still to be judged.
         self.busy_log: deque[tuple[int, int]] = deque()
         self.marks_pending = 0
+        self.kmin_ps = kmin_span_ps(self.kmin, self.ps_per_byte)
         self._deliver_cb = self._deliver_marking
         self.monitor: Any = None
         span = self.kmax - self.kmin
@@ -158,6 +168,7 @@ class Port:
     def set_rate(self, rate_bps: int) -> None:
         self.rate_bps = rate_bps
         self.ps_per_byte = ps_per_byte(rate_bps)
+        self.kmin_ps = kmin_span_ps(self.kmin, self.ps_per_byte)
 
     def fail(self) -> None:
         """The link goes down: everything sent into it from now on is lost (counted as drops),
@@ -228,8 +239,9 @@ class Port:
         self.marks_pending -= 1
         # busy_until never decreases, so today's bounds the queue behind the packet at its start:
         # below Kmin there is nothing to judge, and the log is searched (and trimmed: each entry
-        # is popped once) only when it is or when it has grown long.
-        if (self.busy_until - depart) / self.ps_per_byte > self.kmin or len(log) > 32:
+        # is popped once) only when it is or when it has grown long. (``kmin_ps`` is Kmin's
+        # serialization time or just below it: entering the search changes no decision.)
+        if self.busy_until - depart > self.kmin_ps or len(log) > 32:
             start = depart - pkt.size * self.ps_per_byte
             while len(log) > 1 and log[1][0] < start:
                 log.popleft()

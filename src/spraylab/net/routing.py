@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from spraylab.net.host import Host
+from spraylab.net.host import Host, UniformRoute
 from spraylab.net.routes import RouteGroup
 from spraylab.net.switch import Switch
 
@@ -87,6 +87,9 @@ class Routing:
             switch.table = tables[name]
         for host in net.hosts:
             tor_nic = next(nic for nic in host.nics if nic.port.peer_owner.name == fabric.host_tor[host.id])
+            if len(host.nics) == 1:
+                host.route = UniformRoute(tor_nic, n)
+                continue
             route = [tor_nic] * n
             for nic in host.nics:
                 peer = nic.port.peer_owner

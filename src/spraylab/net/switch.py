@@ -13,6 +13,8 @@ from spraylab.net.routes import RouteGroup, hop_hash
 if TYPE_CHECKING:
     from spraylab.net.port import Port
 
+assert DATA == 0  # Switch.forward tests the kind's truth
+
 # A switch-side load balancer: (switch, packet, equal-cost candidates) -> chosen port.
 Selector = Callable[["Switch", Packet, RouteGroup], "Port"]
 
@@ -114,10 +116,10 @@ class Switch:
         else:  # destination unreachable (failed links, before or after reconvergence)
             sim_drop(self.sim, pkt, NO_ROUTE)
             return
-        if pkt.kind == DATA:
-            port.send(pkt)
-        else:
+        if pkt.kind:  # a control frame (DATA is kind 0: one test fewer per hop)
             port.send_control(pkt)
+        else:
+            port.send(pkt)
 
     def __repr__(self) -> str:
         return f"Switch({self.name})"
