@@ -81,7 +81,9 @@ def scenario(name: str) -> dict[str, Any]:
 def fingerprint(name: str) -> str:
     """sha256 (first 16 hex digits) of the run's summary (timing and version keys left out: they differ between identical runs) and flows table."""
     result = run(scenario(name))
-    summary = {k: v for k, v in result.summary.items() if k not in TIMING_KEYS and k not in VERSION_KEYS}
+    # "engine" names the engine (always "packet" here), not a number the model produced
+    skip = {*TIMING_KEYS, *VERSION_KEYS, "engine"}
+    summary = {k: v for k, v in result.summary.items() if k not in skip}
     digest = hashlib.sha256(json.dumps(summary, sort_keys=True, default=repr).encode())
     digest.update(result.flows.to_csv(index=False).encode())
     return digest.hexdigest()[:16]

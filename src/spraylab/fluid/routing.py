@@ -1,0 +1,261 @@
+"""The packet engine's routes as flat arrays, and each flow's share of every link it uses.
+
+:class:`FluidFabric` rebuilds, from the same :class:`~spraylab.topology.fabric.Fabric`, exactly
+what :class:`spraylab.net.network.Network` builds, without creating a port or a switch
+object: directed link ``2 i`` is fabric link ``i`` from ``a`` to ``b`` and ``2 i + 1`` the
+reverse (the order of ``Network.ports``, so link tables line up row for row), every node's
+egress links in the order the network gives its ports, the equal-cost candidates of each
+(switch, destination ToR) from hop distances over switch links (hosts never transit), direct
+groups towards attached hosts, each host's NIC choice, and the switch salts drawn from the
+same random stream. A flow's route is then one of three models:
+
+* ``hash`` (ECMP): the walk of :func:`spraylab.net.routes.trace_route` with the flow's header
+  hash, ``hop_hash(hash, salt) % n`` at each switch: the same collisions as the packet engine;
+* ``split`` (oblivious spraying: rps, spray_rr, tor_assist): the flow divides equally among the
+  candidates at every switch, so link ``l`` carries the fraction of the flow that the uniform
+  random walk down the equal-cost DAG puts on it;
+* ``pool`` (adaptive schemes: REPS, adaptive, DRILL, DFS): ideal adaptive splitting. The links at
+  each hop depth of the DAG form one pooled constraint with their summed capacity, as a scheme
+  that always found the free path would see them. A relaxation of the real constraints, so a
+  bound on what adaptive schemes reach, not a model of any one of them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spraylab.net.routes import MAX_HOPS, hop_hash
+from spraylab.topology.fabric import Fabric
+
+__all__ = ["FluidFabric", "ROUTE_MODELS", "route_model"]
+
+# load balancer -> route model (module docstring)
+ROUTE_MODELS: dict[str, str] = {
+    "ecmp": "hash",
+    "rps": "split",
+    "spray_rr": "split",
+    "tor_assist": "split",
+    "reps": "pool",
+    "adaptive": "pool",
+    "drill": "pool",
+    "dfs": "pool",
+}
+
+
+def route_model(scheme: str) -> str:
+    """The route model of ``scheme``; raises ``ValueError`` for schemes the fluid engine does
+    not model (their choice depends on state the fluid engine does not keep)."""
+    try:
+        return ROUTE_MODELS[scheme]
+    except KeyError:
+        raise ValueError(
+            f"lb.scheme = {scheme!r}: not modelled by the fluid engine; allowed {', '.join(sorted(ROUTE_MODELS))}"
+        ) from None
+
+
+@dataclass
+class FluidFabric:
+    """Nodes, directed links and routing tables of one fabric (module docstring)."""
+
+    fabric: Fabric
+    salts: list[int]
+    node_index: dict[str, int] = field(default_factory=dict)
+    n_switches: int = 0
+    link_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    link_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rate_bps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    delay_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    egress: list[list[int]] = field(default_factory=list)
+    routed_down: set[int] = field(default_factory=set)
+    version: int = 0
+
+    def __post_init__(self) -> None:
+        f = self.fabric
+        names = list(f.switch_tier) + list(f.hosts)
+        self.node_index = {name: i for i, name in enumerate(names)}
+        self.n_switches = len(f.switch_tier)
+        n_links = 2 * len(f.links)
+        src = np.empty(n_links, dtype=np.int64)
+        dst = np.empty(n_links, dtype=np.int64)
+        idx = self.node_index
+        for i, link in enumerate(f.links):
+            a, b = idx[link.a], idx[link.b]
+            src[2 * i], dst[2 * i], src[2 * i + 1], dst[2 * i + 1] = a, b, b, a
+        self.link_src, self.link_dst = src, dst
+        self.rate_bps = np.repeat(np.array([link.rate_bps for link in f.links], dtype=np.int64), 2)
+        self.delay_ps = np.repeat(np.array([link.delay_ps for link in f.links], dtype=np.int64), 2)
+        self.egress = [[] for _ in names]
+        for lid in range(n_links):  # a->b then b->a per fabric link: the network's port order
+            self.egress[int(src[lid])].append(lid)
+        self.tor_of_host = [idx[t] for t in f.host_tor]
+        self._build_host_routes()
+        self.compute_routes()
+
+    # --- tables -------------------------------------------------------------------------
+    @property
+    def n_links(self) -> int:
+        return len(self.link_src)
+
+    def is_host(self, node: int) -> bool:
+        return node >= self.n_switches
+
+    def host_node(self, host: int) -> int:
+        return self.n_switches + host
+
+    def _build_host_routes(self) -> None:
+        """Each host's NIC towards its ToR, and towards hosts its other NICs reach directly
+        (NVLink peers), as ``Network._compute_routes`` chooses them."""
+        self.host_nic: list[int] = []
+        self.host_direct: list[dict[int, int]] = []
+        for h in range(self.fabric.n_hosts):
+            node = self.host_node(h)
+            tor = self.tor_of_host[h]
+            nic = next(lid for lid in self.egress[node] if int(self.link_dst[lid]) == tor)
+            direct: dict[int, int] = {}
+            for lid in self.egress[node]:
+                if lid == nic:
+                    continue
+                peer = int(self.link_dst[lid])
+                for out in self.egress[peer]:
+                    far = int(self.link_dst[out])
+                    if self.is_host(far):
+                        direct[far - self.n_switches] = lid
+            self.host_nic.append(nic)
+            self.host_direct.append(direct)
+
+    def compute_routes(self) -> None:
+        """Equal-cost candidates per (switch, destination ToR) and per attached host, skipping
+        links routing has removed (a switch pair is cut only when all its links are)."""
+        self.version += 1
+        ns = self.n_switches
+        pair_links: dict[tuple[int, int], list[int]] = {}
+        for lid in range(self.n_links):
+            a, b = int(self.link_src[lid]), int(self.link_dst[lid])
+            if a < ns and b < ns:
+                pair_links.setdefault((a, b), []).append(lid)
+        adj: list[list[int]] = [[] for _ in range(ns)]
+        for (a, b), lids in pair_links.items():
+            if not all(lid in self.routed_down for lid in lids):
+                adj[a].extend(b for _ in lids)
+        self.groups: dict[tuple[int, int], list[int]] = {}  # (switch, dst ToR node) -> links
+        tors = sorted(set(self.tor_of_host))
+        for tor in tors:
+            dist = {tor: 0}
+            frontier = deque([tor])
+            while frontier:
+                node = frontier.popleft()
+                for nxt in adj[node]:
+                    if nxt not in dist:
+                        dist[nxt] = dist[node] + 1
+                        frontier.append(nxt)
+            for sw in range(ns):
+                if sw == tor:
+                    continue
+                want = dist[sw] - 1 if sw in dist else -2
+                self.groups[(sw, tor)] = [
+                    lid
+                    for lid in self.egress[sw]
+                    if int(self.link_dst[lid]) < ns
+                    and lid not in self.routed_down
+                    and dist.get(int(self.link_dst[lid]), -1) == want
+                ]
+        self.direct: dict[tuple[int, int], int] = {}  # (switch, host) -> link to it
+        for sw in range(ns):
+            for lid in self.egress[sw]:
+                peer = int(self.link_dst[lid])
+                if self.is_host(peer):
+                    self.direct[(sw, peer - ns)] = lid
+        self._split_memo: dict[tuple[int, int], dict[int, float]] = {}
+
+    def candidates(self, switch: int, dst: int) -> list[int]:
+        """``switch.table[dst]``: the egress links of ``switch`` towards host ``dst``."""
+        lid = self.direct.get((switch, dst))
+        if lid is not None:
+            return [lid]
+        return self.groups.get((switch, self.tor_of_host[dst]), [])
+
+    def first_link(self, src: int, dst: int) -> int:
+        return self.host_direct[src].get(dst, self.host_nic[src])
+
+    # --- routes -------------------------------------------------------------------------
+    def hash_route(self, src: int, dst: int, pkt_hash: int | None) -> list[int]:
+        """Links of the walk ``trace_route`` takes with header hash ``pkt_hash`` (None: the
+        first candidate everywhere, the representative route). Empty if unreachable."""
+        lid = self.first_link(src, dst)
+        links = [lid]
+        ns = self.n_switches
+        for _ in range(MAX_HOPS):
+            node = int(self.link_dst[lid])
+            if node >= ns:
+                if node - ns != dst:
+                    raise ValueError(f"route {src}->{dst} reached host {node - ns}")
+                return links
+            cands = self.candidates(node, dst)
+            n = len(cands)
+            if not n:
+                return []
+            lid = cands[0] if n == 1 or pkt_hash is None else cands[hop_hash(pkt_hash, self.salts[node]) % n]
+            links.append(lid)
+        raise ValueError(f"route {src}->{dst}: no destination within {MAX_HOPS} hops (routing loop?)")
+
+    def split_route(self, src: int, dst: int) -> dict[int, float]:
+        """Fraction of a flow from ``src`` to ``dst`` on every link when each switch divides
+        what it receives equally among its candidates. Empty if unreachable."""
+        first = self.first_link(src, dst)
+        node = int(self.link_dst[first])
+        if self.is_host(node):
+            return {first: 1.0}
+        rest = self._split_from(node, dst)
+        if rest is None:
+            return {}
+        out = {first: 1.0}
+        out.update(rest)
+        return out
+
+    def _split_from(self, node: int, dst: int, depth: int = 0) -> dict[int, float] | None:
+        key = (node, dst)
+        memo = self._split_memo.get(key)
+        if memo is not None:
+            return memo
+        if depth > MAX_HOPS:
+            raise ValueError(f"route to {dst}: no destination within {MAX_HOPS} hops (routing loop?)")
+        cands = self.candidates(node, dst)
+        if not cands:
+            return None
+        share = 1.0 / len(cands)
+        out: dict[int, float] = {}
+        for lid in cands:
+            out[lid] = out.get(lid, 0.0) + share
+            peer = int(self.link_dst[lid])
+            if self.is_host(peer):
+                continue
+            below = self._split_from(peer, dst, depth + 1)
+            if below is None:
+                return None
+            for far, frac in below.items():
+                out[far] = out.get(far, 0.0) + share * frac
+        self._split_memo[key] = out
+        return out
+
+    def stage_sets(self, src: int, dst: int) -> list[tuple[int, ...]]:
+        """The links at each hop depth of the equal-cost DAG from ``src`` to ``dst`` (the
+        ``pool`` model's constraints). Empty if unreachable."""
+        first = self.first_link(src, dst)
+        stages = [(first,)]
+        frontier = {int(self.link_dst[first])}
+        for _ in range(MAX_HOPS):
+            frontier = {n for n in frontier if not self.is_host(n)}
+            if not frontier:
+                return stages
+            links: set[int] = set()
+            for node in frontier:
+                cands = self.candidates(node, dst)
+                if not cands:
+                    return []
+                links.update(cands)
+            stages.append(tuple(sorted(links)))
+            frontier = {int(self.link_dst[lid]) for lid in links}
+        raise ValueError(f"route {src}->{dst}: no destination within {MAX_HOPS} hops (routing loop?)")
