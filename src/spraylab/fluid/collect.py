@@ -80,56 +80,48 @@ def flow_table(run: FluidRun, out: FluidOutcome) -> pd.DataFrame:
 def link_table(run: FluidRun, out: FluidOutcome) -> pd.DataFrame:
     ff = run.fabric
     fabric = ff.fabric
-    names = list(fabric.switch_tier) + list(fabric.hosts)
-    tiers = list(fabric.switch_tier.values())
-    duration = max(1, out.end_ps)
-    rows = []
-    for lid in range(ff.n_links):
-        a, b = int(ff.link_src[lid]), int(ff.link_dst[lid])
-        a_host, b_host = ff.is_host(a), ff.is_host(b)
-        if a_host:
-            role = "host_up"
-        elif b_host:
-            role = "host_down"
-        elif tiers[b] > tiers[a]:
-            role = "uplink"
-        else:
-            role = "downlink"
-        rate = int(out.rate_bps[lid])
-        capacity_bytes = rate * duration / 8e12
-        tx = float(out.tx_bytes[lid])
-        row: dict[str, Any] = {
-            "link": f"{names[a]}->{names[b]}",
-            "from": names[a],
-            "to": names[b],
-            "role": role,
-            "tier": HOST_TIER if a_host else tiers[a],
-            "rate_bps": rate,
-            "up": bool(out.up[lid]),
-            "tx_bytes": int(round(tx)),
-            "utilization": tx / capacity_bytes if capacity_bytes else 0.0,
-        }
-        rows.append(row)
-    table = pd.DataFrame(rows)
+    names = np.array(list(fabric.switch_tier) + list(fabric.hosts), dtype=object)
+    ns = ff.n_switches
+    tiers = np.array([*fabric.switch_tier.values(), *([HOST_TIER] * fabric.n_hosts)], dtype=np.int64)
+    a, b = ff.link_src, ff.link_dst
+    a_host, b_host = a >= ns, b >= ns
+    role = np.where(
+        a_host, "host_up", np.where(b_host, "host_down", np.where(tiers[b] > tiers[a], "uplink", "downlink"))
+    )
+    rate = out.rate_bps.astype(np.int64)
+    capacity_bytes = rate.astype(float) * max(1, out.end_ps) / 8e12
+    tx = out.tx_bytes.astype(float)
+    data: dict[str, Any] = {
+        "link": [f"{x}->{y}" for x, y in zip(names[a], names[b])],
+        "from": names[a],
+        "to": names[b],
+        "role": role.astype(object),
+        "tier": tiers[a],
+        "rate_bps": rate,
+        "up": out.up.astype(bool),
+        "tx_bytes": np.round(tx).astype(np.int64),
+        "utilization": np.where(capacity_bytes > 0, tx / np.maximum(capacity_bytes, 1e-300), 0.0),
+    }
     for column in UNKNOWN_LINK_COLUMNS:
-        table[column] = np.nan
+        data[column] = np.full(ff.n_links, np.nan)
     order = [
         "link", "from", "to", "role", "tier", "rate_bps", "up", "tx_bytes", "tx_packets", "utilization",
         "max_queue_bytes", "drops", *LINK_DROP_COLUMNS, "ecn_marks", "pfc_pauses", "paused_ps",
     ]  # fmt: skip
-    return table[order]
+    return pd.DataFrame({c: data[c] for c in order})
 
 
 def uplink_imbalance(links: pd.DataFrame) -> tuple[float, float]:
     """As :func:`spraylab.metrics.collect.uplink_imbalance`, from the link table."""
-    ratios = []
-    for _, part in links[links["role"] == "uplink"].groupby("from"):
-        sent = part["tx_bytes"].to_numpy(dtype=float)
-        if len(sent) >= 2 and sent.sum() > 0:
-            ratios.append(sent.max() / sent.mean())
-    if not ratios:
+    up = links[links["role"] == "uplink"]
+    if up.empty:
         return 1.0, 1.0
-    return max(ratios), sum(ratios) / len(ratios)
+    stats = up.groupby("from")["tx_bytes"].agg(["max", "mean", "count", "sum"])
+    stats = stats[(stats["count"] >= 2) & (stats["sum"] > 0)]
+    if stats.empty:
+        return 1.0, 1.0
+    ratios = (stats["max"] / stats["mean"]).to_numpy(dtype=float)
+    return float(ratios.max()), float(ratios.mean())
 
 
 def summarize(

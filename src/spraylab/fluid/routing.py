@@ -140,28 +140,19 @@ class FluidFabric:
         for (a, b), lids in pair_links.items():
             if not all(lid in self.routed_down for lid in lids):
                 adj[a].extend(b for _ in lids)
-        self.groups: dict[tuple[int, int], list[int]] = {}  # (switch, dst ToR node) -> links
-        tors = sorted(set(self.tor_of_host))
-        for tor in tors:
-            dist = {tor: 0}
-            frontier = deque([tor])
-            while frontier:
-                node = frontier.popleft()
-                for nxt in adj[node]:
-                    if nxt not in dist:
-                        dist[nxt] = dist[node] + 1
-                        frontier.append(nxt)
-            for sw in range(ns):
-                if sw == tor:
-                    continue
-                want = dist[sw] - 1 if sw in dist else -2
-                self.groups[(sw, tor)] = [
-                    lid
-                    for lid in self.egress[sw]
-                    if int(self.link_dst[lid]) < ns
-                    and lid not in self.routed_down
-                    and dist.get(int(self.link_dst[lid]), -1) == want
-                ]
+        self._adj = adj
+        # (switch, dst ToR node) -> links; built on first use, since a route touches only a
+        # few of the switch x ToR groups of a large fabric
+        self.groups: dict[tuple[int, int], list[int]] = {}
+        self._dist: dict[int, list[int]] = {}
+        self._switch_egress = [
+            [
+                (lid, int(self.link_dst[lid]))
+                for lid in self.egress[sw]
+                if int(self.link_dst[lid]) < ns and lid not in self.routed_down
+            ]
+            for sw in range(ns)
+        ]
         self.direct: dict[tuple[int, int], int] = {}  # (switch, host) -> link to it
         for sw in range(ns):
             for lid in self.egress[sw]:
@@ -175,7 +166,64 @@ class FluidFabric:
         lid = self.direct.get((switch, dst))
         if lid is not None:
             return [lid]
-        return self.groups.get((switch, self.tor_of_host[dst]), [])
+        tor = self.tor_of_host[dst]
+        if switch == tor:
+            return []
+        key = (switch, tor)
+        group = self.groups.get(key)
+        if group is None:
+            dist = self._distances(tor)
+            want = dist[switch] - 1 if dist[switch] >= 0 else -2  # unreachable: no candidate
+            group = self.groups[key] = [
+                lid for lid, peer in self._switch_egress[switch] if dist[peer] == want
+            ]
+        return group
+
+    def _distances(self, tor: int) -> list[int]:
+        """Hop distances from every switch to ``tor`` over switch links (hosts never transit);
+        -1 where unreachable."""
+        dist = self._dist.get(tor)
+        if dist is None and not self._dist:
+            self._all_distances()
+            dist = self._dist.get(tor)
+        if dist is None:
+            dist = [-1] * self.n_switches
+            dist[tor] = 0
+            frontier = deque([tor])
+            adj = self._adj
+            while frontier:
+                node = frontier.popleft()
+                for nxt in adj[node]:
+                    if dist[nxt] < 0:
+                        dist[nxt] = dist[node] + 1
+                        frontier.append(nxt)
+            self._dist[tor] = dist
+        return dist
+
+    def _all_distances(self) -> None:
+        """Breadth-first search from every ToR at once, one matrix product per hop, where
+        the switch adjacency fits a dense matrix (a Python BFS per ToR is the slow part of
+        routing a large fat-tree)."""
+        ns = self.n_switches
+        tors = sorted(set(self.tor_of_host))
+        if ns > 4096 or len(tors) < 8:
+            return
+        adj = np.zeros((ns, ns), dtype=np.float32)
+        for a, nbrs in enumerate(self._adj):
+            adj[a, nbrs] = 1.0
+        rows = np.arange(len(tors))
+        dist = np.full((len(tors), ns), -1, dtype=np.int64)
+        frontier = np.zeros((len(tors), ns), dtype=np.float32)
+        frontier[rows, tors] = 1.0
+        dist[rows, tors] = 0
+        hop = 0
+        while frontier.any():
+            hop += 1
+            new = ((frontier @ adj) > 0) & (dist < 0)
+            dist[new] = hop
+            frontier = new.astype(np.float32)
+        for row, tor in zip(dist.tolist(), tors):
+            self._dist[tor] = row
 
     def first_link(self, src: int, dst: int) -> int:
         return self.host_direct[src].get(dst, self.host_nic[src])
