@@ -153,7 +153,8 @@ def certify(
     load = np.bincount(
         p.link[on_entry], weights=p.coef[on_entry] * rate[p.entry_flow[on_entry]], minlength=p.n_links
     )
-    scale = max(float(cap.max(initial=0.0)), 1.0)
+    finite = cap[np.isfinite(cap)]
+    scale = max(float(finite.max(initial=0.0)), 1.0)
     atol = rtol * scale
     over = load > cap * (1 + rtol) + atol
     if over.any():
