@@ -136,6 +136,15 @@ def test_ecmp_uses_the_packet_engines_paths() -> None:
         assert packet == fluid.fabric.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent))
 
 
+def test_spray_rr_draws_the_packet_engines_entropies() -> None:
+    """spray_rr's uneven shares come from its random entropies: the fluid engine draws the same
+    ones (the packet engine draws them as each flow starts)."""
+    sc = validate(scenario(leaf_spine(4, 4, 2), {"kind": "permutation", "size": "10KB"}, "spray_rr"))
+    simulation = build(sc)
+    simulation.run(until_ps=1)
+    assert prepare(sc).spray_entropies == [qp.lb_state.entropies for qp in simulation.net.qps]
+
+
 def test_ecmp_permutation_matches_packet_engine() -> None:
     """ECMP collisions are the packet engine's, so completion agrees within 5% (ideal transport,
     no congestion control: what the fluid model assumes)."""

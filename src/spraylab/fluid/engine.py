@@ -94,12 +94,14 @@ class FluidRun:
     events: list[Any] = field(default_factory=list)
     quantum_ps: int = 0
     certify: bool = True
+    spray_entropies: list[list[int]] = field(default_factory=list)  # spray_rr: per flow
 
 
 def prepare(scenario: Any) -> FluidRun:
     """Fabric, flows and random streams of ``scenario``, in the packet engine's order."""
     from spraylab.config import ScenarioError
     from spraylab.experiment import build_fabric
+    from spraylab.lb.base import make_lb
 
     for event in scenario.topology.events:
         if event.action == "loss":
@@ -116,7 +118,12 @@ def prepare(scenario: Any) -> FluidRun:
     salt_rng = sim.derive_rng(0x5A17)
     fabric = build_fabric(scenario.topology)
     salts = [salt_rng.getrandbits(64) for _ in fabric.switch_tier]
-    for _ in range(lb_setup_draws(scenario.lb.scheme, scenario.lb.params)):
+    draws = lb_setup_draws(scenario.lb.scheme, scenario.lb.params)
+    spray_rng = None
+    if model == "entropies":  # spray_rr's setup derives its one stream here (lb/spray_rr.py)
+        spray_rng = sim.derive_rng(0x5B2A7)
+        draws -= 1
+    for _ in range(draws):
         sim.rng.getrandbits(64)
     ff = FluidFabric(fabric, salts)
     for event in scenario.topology.events:
@@ -129,6 +136,10 @@ def prepare(scenario: Any) -> FluidRun:
             )
     flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A), scenario.run.seed)
     entropy = [flow_rng.getrandbits(16) for _ in flows]
+    spray: list[list[int]] = []
+    if spray_rng is not None:  # drawn at each flow's start, in start order: here, list order
+        paths = make_lb(scenario.lb.scheme, scenario.lb.params).params.paths  # type: ignore[attr-defined]
+        spray = [spray_rng.sample(range(1 << 16), paths) for _ in flows]
     return FluidRun(
         ff,
         flows,
@@ -138,6 +149,7 @@ def prepare(scenario: Any) -> FluidRun:
         scenario.transport.mtu,
         list(scenario.topology.events),
         getattr(scenario.run, "fluid_quantum", 0),
+        spray_entropies=spray,
     )
 
 
@@ -153,13 +165,28 @@ class _Routes:
         rows: list[dict[int, float]] = []
         pools: dict[tuple[int, ...], int] = {}
         cache: dict[tuple[int, int], dict[int, float]] = {}
-        for spec, ent in zip(run.flows, run.entropy):
+        for i, (spec, ent) in enumerate(zip(run.flows, run.entropy)):
             if run.model == "hash":
                 links = ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent))
                 rows.append(dict.fromkeys(links, 1.0))
                 continue
+            if run.model == "tor_split":
+                rows.append(ff.tor_split_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent)))
+                continue
+            if run.model == "entropies":
+                entropies = run.spray_entropies[i]
+                row: dict[int, float] = {}
+                for e in entropies:
+                    walk = ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, e))
+                    if not walk:
+                        row = {}
+                        break
+                    for lid in dict.fromkeys(walk):
+                        row[lid] = row.get(lid, 0.0) + 1.0 / len(entropies)
+                rows.append(row)
+                continue
             key = (spec.src, spec.dst)
-            row = cache.get(key)
+            row = cache.get(key)  # type: ignore[assignment]
             if row is None:
                 if run.model == "split":
                     row = ff.split_route(spec.src, spec.dst)

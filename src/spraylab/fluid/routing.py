@@ -11,9 +11,16 @@ same random stream. A flow's route is then one of three models:
 
 * ``hash`` (ECMP): the walk of :func:`spraylab.net.routes.trace_route` with the flow's header
   hash, ``hop_hash(hash, salt) % n`` at each switch: the same collisions as the packet engine;
-* ``split`` (oblivious spraying: rps, spray_rr, tor_assist): the flow divides equally among the
-  candidates at every switch, so link ``l`` carries the fraction of the flow that the uniform
-  random walk down the equal-cost DAG puts on it;
+* ``split`` (rps): the flow divides equally among the candidates at every switch, so link
+  ``l`` carries the fraction of the flow that the uniform random walk down the equal-cost DAG
+  puts on it (per-packet random choices even out to that share);
+* ``entropies`` (spray_rr): the sender cycles over ``paths`` random entropies, each packet
+  hashed by ECMP: the flow divides equally among the hash routes of those entropies, which
+  the fluid engine draws from the scheme's own random stream (so the same uneven shares as
+  the packet engine when flows start in the order they are listed);
+* ``tor_split`` (tor_assist): the source ToR sprays round-robin over its candidates and every
+  later switch hashes the flow's header (ECMP): an equal split at the first switch, one hash
+  route below each of its candidates;
 * ``pool`` (adaptive schemes: REPS, adaptive, DRILL, DFS): ideal adaptive splitting. The links at
   each hop depth of the DAG form one pooled constraint with their summed capacity, as a scheme
   that always found the free path would see them. A relaxation of the real constraints, so a
@@ -36,8 +43,8 @@ __all__ = ["FluidFabric", "ROUTE_MODELS", "route_model"]
 ROUTE_MODELS: dict[str, str] = {
     "ecmp": "hash",
     "rps": "split",
-    "spray_rr": "split",
-    "tor_assist": "split",
+    "spray_rr": "entropies",
+    "tor_assist": "tor_split",
     "reps": "pool",
     "adaptive": "pool",
     "drill": "pool",
@@ -232,8 +239,29 @@ class FluidFabric:
     def hash_route(self, src: int, dst: int, pkt_hash: int | None) -> list[int]:
         """Links of the walk ``trace_route`` takes with header hash ``pkt_hash`` (None: the
         first candidate everywhere, the representative route). Empty if unreachable."""
-        lid = self.first_link(src, dst)
-        links = [lid]
+        return self._walk([self.first_link(src, dst)], src, dst, pkt_hash)
+
+    def tor_split_route(self, src: int, dst: int, pkt_hash: int) -> dict[int, float]:
+        """Equal shares over the first switch's candidates, one hash walk below each (the
+        ``tor_split`` model). Empty if unreachable."""
+        first = self.first_link(src, dst)
+        node = int(self.link_dst[first])
+        if self.is_host(node):
+            return {first: 1.0}
+        cands = self.candidates(node, dst)
+        if not cands:
+            return {}
+        out = {first: 1.0}
+        for lid in cands:
+            walk = self._walk([lid], src, dst, pkt_hash)
+            if not walk:
+                return {}
+            for link in walk:
+                out[link] = out.get(link, 0.0) + 1.0 / len(cands)
+        return out
+
+    def _walk(self, links: list[int], src: int, dst: int, pkt_hash: int | None) -> list[int]:
+        lid = links[-1]
         ns = self.n_switches
         for _ in range(MAX_HOPS):
             node = int(self.link_dst[lid])
