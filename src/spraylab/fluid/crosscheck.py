@@ -170,7 +170,7 @@ def page(rows: list[Row], command: str) -> str:
         "Each case runs under both engines with the same scenario and seed: the same flows, the same",
         "flow entropies and switch salts, so ECMP collides on the same links in both. Completion is",
         "the last flow's finish minus the first flow's start. The fluid engine (`run.engine = \"fluid\"`,",
-        "[`design.md`](design.md#the-fluid-engine)) shares links max-min fairly and adds one base",
+        "[`fluid.md`](fluid.md)) shares links max-min fairly and adds one base",
         "latency per message; it has no queues, losses or congestion control, so the judged cases use",
         "`cc = none` with the ideal or selective-repeat transport. DCQCN cases are listed with their",
         f"error, not judged. Criterion: |fluid - packet| / packet <= {TOLERANCE:.0%}.",
