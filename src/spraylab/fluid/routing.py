@@ -292,12 +292,34 @@ class FluidFabric:
         return out
 
     def _split_from(self, node: int, dst: int, depth: int = 0) -> dict[int, float] | None:
-        key = (node, dst)
-        memo = self._split_memo.get(key)
-        if memo is not None:
-            return memo
+        """Shares from switch ``node`` to host ``dst``: the walk to the destination's ToR
+        (memoised per (switch, ToR): there a switch's candidates depend on the ToR only, so
+        all of the ToR's hosts share it), then the ToR's link to ``dst``."""
+        direct = self.direct.get((node, dst))
+        if direct is not None:
+            return {direct: 1.0}
+        tor = self.tor_of_host[dst]
+        last = self.direct.get((tor, dst))
+        if last is None:
+            return None
+        key = (node, tor)
+        upper = self._split_memo.get(key)
+        if upper is None:
+            upper = self._split_to_tor(node, tor, dst, depth)
+            if upper is None:
+                return None
+            self._split_memo[key] = upper
+        out = dict(upper)
+        out[last] = out.get(last, 0.0) + 1.0
+        return out
+
+    def _split_to_tor(self, node: int, tor: int, dst: int, depth: int) -> dict[int, float] | None:
+        if node == tor:
+            return {}
         if depth > MAX_HOPS:
             raise ValueError(f"route to {dst}: no destination within {MAX_HOPS} hops (routing loop?)")
+        if (node, dst) in self.direct:
+            raise ValueError(f"host {dst} is attached to {node}, which is not its ToR, on the way to it")
         cands = self.candidates(node, dst)
         if not cands:
             return None
@@ -306,14 +328,15 @@ class FluidFabric:
         for lid in cands:
             out[lid] = out.get(lid, 0.0) + share
             peer = int(self.link_dst[lid])
-            if self.is_host(peer):
-                continue
-            below = self._split_from(peer, dst, depth + 1)
+            key = (peer, tor)
+            below = self._split_memo.get(key)
             if below is None:
-                return None
+                below = self._split_to_tor(peer, tor, dst, depth + 1)
+                if below is None:
+                    return None
+                self._split_memo[key] = below
             for far, frac in below.items():
                 out[far] = out.get(far, 0.0) + share * frac
-        self._split_memo[key] = out
         return out
 
     def stage_sets(self, src: int, dst: int) -> list[tuple[int, ...]]:
