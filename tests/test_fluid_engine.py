@@ -255,3 +255,24 @@ def test_l0_equals_fluid_on_phases_that_start_together() -> None:
         l0 = run({**sc, "run": {**sc["run"], "engine": "l0"}})
         assert l0.summary["engine"] == "l0"
         assert l0.summary["completion_ps"] == pytest.approx(fluid.summary["completion_ps"], rel=1e-6)
+
+
+def test_routes_after_reconvergence_are_the_packet_engines() -> None:
+    """After a link's reroute, both engines recompute the same equal-cost groups, so ECMP
+    re-hashes every flow onto the same new path."""
+    from spraylab.fluid.engine import _event_links
+
+    event = {"at": "1us", "link": ["leaf0", "spine0"], "action": "down", "convergence": "2us"}
+    sc = validate(
+        scenario(leaf_spine(4, 4, 2, events=[event]), {"kind": "permutation", "size": "10KB"}, "ecmp")
+    )
+    simulation = build(sc)
+    simulation.run(until_ps=5_000_000)  # past the reroute
+    fluid = prepare(sc)
+    ff = fluid.fabric
+    ff.routed_down.update(_event_links(ff, "leaf0", "spine0", None))
+    ff.compute_routes()
+    index = {id(p): i for i, p in enumerate(simulation.net.ports)}
+    for qp, spec, ent in zip(simulation.net.qps, fluid.flows, fluid.entropy):
+        packet = [index[id(p)] for p in trace_route(simulation.net, qp.src, qp.dst, qp.flow_hash).ports]
+        assert packet == ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent))
