@@ -81,8 +81,8 @@ def scenario(name: str) -> dict[str, Any]:
 def fingerprint(name: str) -> str:
     """sha256 (first 16 hex digits) of the run's summary (timing and version keys left out: they differ between identical runs) and flows table."""
     result = run(scenario(name))
-    # the card names the version (and the commit) too
-    skip = (*TIMING_KEYS, *VERSION_KEYS, "card")
+    # the card names the version (and the commit) too; "engine" is always "packet" here
+    skip = {*TIMING_KEYS, *VERSION_KEYS, "card", "engine"}
     summary = {k: v for k, v in result.summary.items() if k not in skip}
     digest = hashlib.sha256(json.dumps(summary, sort_keys=True, default=repr).encode())
     digest.update(result.flows.to_csv(index=False).encode())

@@ -145,7 +145,9 @@ def check(scenario: Scenario, allow_large: bool = False) -> Estimate:
     """The estimate of ``scenario``; a one-line :class:`ScenarioError` when it exceeds the
     memory limit or the flow/packet caps, unless ``allow_large`` or ``run.allow_large``."""
     est = estimate(scenario)
-    if allow_large or scenario.run.allow_large:
+    # The estimate is the packet engine's (events, packets in flight); flow-level engines keep
+    # a few arrays per flow and link.
+    if allow_large or scenario.run.allow_large or scenario.run.engine != "packet":
         return est
     available, source = memory_available()
     limit = int(available * MEMORY_FRACTION)

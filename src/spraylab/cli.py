@@ -37,6 +37,13 @@ AllowLargeOption = Annotated[
         help="Run even beyond the size guard's memory/flow/packet limits (= run.allow_large = true)",
     ),
 ]
+EngineOption = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        help="packet (packet-level), fluid (flow-level max-min rates) or l0 (bytes per link bound) (= run.engine)",
+    ),
+]
 SetOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -67,10 +74,14 @@ class UsageError(Exception):
     """Bad command-line input: reported as one line, exit code 2."""
 
 
-def parse_overrides(items: list[str] | None, allow_large: bool = False) -> dict[str, Any]:
+def parse_overrides(
+    items: list[str] | None, allow_large: bool = False, engine: str | None = None
+) -> dict[str, Any]:
     import tomllib
 
     overrides: dict[str, Any] = {"run.allow_large": True} if allow_large else {}
+    if engine is not None:
+        overrides["run.engine"] = engine
     for item in items or []:
         key, sep, raw = item.partition("=")
         if not sep or not key.strip():
@@ -229,13 +240,14 @@ SUMMARY_ROWS: list[tuple[str, str, str]] = [
     ("PFC pauses", "pfc_pauses", "int"),
     ("uplink imbalance max", "uplink_imbalance_max", "float"),
     ("stop", "stop_reason", "str"),
+    ("engine", "engine", "engine"),
 ]
 
 
 def fmt(value: Any, kind: str) -> str:
     from spraylab.units import format_rate, format_time
 
-    if value is None:
+    if value is None and kind != "engine":
         return "-"
     if kind == "time":
         return format_time(int(value))
@@ -245,6 +257,8 @@ def fmt(value: Any, kind: str) -> str:
         return f"{100 * float(value):.2f}%"
     if kind == "float":
         return f"{float(value):.3f}"
+    if kind == "engine":  # runs stored before the fluid engine existed were packet runs
+        return str(value or "packet")
     return str(value)
 
 
@@ -271,6 +285,8 @@ def summary_result(title: str, summaries: dict[str, dict[str, Any]], card: list[
 
 def summary_table(title: str, summaries: dict[str, dict[str, Any]]) -> Table:
     """The summary rows as one rich Table (all columns; the commands split wide ones)."""
+    from rich.table import Table
+
     result = summary_result(title, summaries)
     table = Table(title=title, title_justify="left")
     table.add_column("metric")
@@ -370,6 +386,7 @@ def run_command(
     ] = None,
     allow_large: AllowLargeOption = False,
     output_format: FormatOption = "table",
+    engine: EngineOption = None,
 ) -> None:
     """Run one scenario and print its summary (with its scenario card). Exit code 3 if the run
     stopped (time limit, event or wall budget) before its workload finished."""
@@ -378,7 +395,7 @@ def run_command(
     from spraylab.tables import render
 
     check_format(output_format)
-    sc = load_scenario(scenario, parse_overrides(set_, allow_large))
+    sc = load_scenario(scenario, parse_overrides(set_, allow_large, engine))
     target = out or (Path(sc.output.dir) if sc.output.dir else None)
     option = "--out" if out is not None else "output.dir ="
     if target is not None:
@@ -426,14 +443,15 @@ def compare_command(
     ] = None,
     allow_large: AllowLargeOption = False,
     output_format: FormatOption = "table",
+    engine: EngineOption = None,
 ) -> None:
     """Run one scenario under several schemes (table + plots), or tabulate a sweep's results
     directory: metric x scheme, mean ± 95% CI over seeds, ratio to a baseline, grouped by the other axes."""
     check_format(output_format)
     if Path(scenario).is_dir():
-        if lb is not None or set_ or out is not None:
+        if lb is not None or set_ or out is not None or engine is not None:
             raise UsageError(
-                f"{scenario}: --lb, --set and --out apply to a scenario, not to a sweep results directory"
+                f"{scenario}: --lb, --set, --out and --engine apply to a scenario, not to a sweep results directory"
             )
         compare_sweep(Path(scenario), baseline, _split(by), _split(metrics), output_format)
         return
@@ -441,7 +459,7 @@ def compare_command(
         raise UsageError(
             "--baseline, --by and --metrics apply to a sweep results directory (see spraylab sweep)"
         )
-    sc = load_scenario(scenario, parse_overrides(set_, allow_large))
+    sc = load_scenario(scenario, parse_overrides(set_, allow_large, engine))
     results = compare_scenario(
         sc, parse_variants(lb or "ecmp,rps"), out or Path("out") / f"compare-{sc.name}", output_format
     )
@@ -684,6 +702,7 @@ def sweep_command(
     ] = False,
     progress: Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar")] = True,
     allow_large: AllowLargeOption = False,
+    engine: EngineOption = None,
     reuse_other_versions: Annotated[
         bool,
         typer.Option(
@@ -709,7 +728,7 @@ def sweep_command(
         raise UsageError("--address: only meaningful with --executor ray")
     if str(sweep).startswith(EXAMPLE_PREFIX):
         sweep = example_path(str(sweep), sweeps=True)
-    definition = Sweep.load(sweep, allow_large=allow_large)
+    definition = Sweep.load(sweep, allow_large=allow_large, engine=engine)
     target = out or Path("out") / f"sweep-{definition.name}"
     check_target(target, "sweep")
     try:

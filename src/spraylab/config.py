@@ -278,13 +278,23 @@ class RunSection(Section):
     # Skip the size guard (spraylab.budget): run even when the estimate exceeds the memory limit
     # or the flow/packet caps.
     allow_large: bool = False
+    # Which engine runs the scenario (spraylab.fluid): "packet" (the packet-level simulator),
+    # "fluid" (flow-level max-min fair rates) or "l0" (bytes per link / capacity per phase).
+    engine: Literal["packet", "fluid", "l0"] = "packet"
+    # fluid: re-solve rates at most once per this much simulated time (0: at every event)
+    fluid_quantum: TimePs = 0
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out when false, so scenarios written before the option existed stay the same runs.
+        # Left out when false / default, so scenarios written before the options existed stay
+        # the same runs (the same store keys).
         data = handler(self)
         if not self.allow_large:
             data.pop("allow_large", None)
+        if self.engine == "packet":
+            data.pop("engine", None)
+        if not self.fluid_quantum:
+            data.pop("fluid_quantum", None)
         return data
 
 

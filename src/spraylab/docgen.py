@@ -181,6 +181,8 @@ KEY_DOCS: dict[str, str] = {
     "run.stop": "workload: stop when every flow is done; time: run to time_limit",
     "run.progress": "show progress while running",
     "run.allow_large": "skip the size guard (memory, flow and packet caps)",
+    "run.engine": "packet: the packet-level simulator; fluid: flow-level max-min fair rates over the same routes; l0: bytes per link / capacity bound (docs/fluid.md)",
+    "run.fluid_quantum": "fluid engine: re-solve rates at most this often (0 = at every arrival and completion; completions stay exact)",
     "output.name": "the run's name (default topology-workload-scheme)",
     "output.dir": "save the result here (as run --out)",
 }
@@ -360,6 +362,7 @@ GROUP_COLUMN_DOCS: dict[str, str] = {
 }
 SUMMARY_KEY_DOCS: dict[str, str] = {
     "name": "scenario name",
+    "engine": "the engine that made the result: packet, fluid or l0 (fluid and l0 leave what they cannot know as null)",
     "scheme": "load-balancing scheme",
     "recovery": "RNIC loss recovery: gbn, sr or ideal",
     "cc": "congestion control: dcqcn or none",

@@ -78,6 +78,7 @@ class Simulation:
             stop = "done"
         run_info: dict[str, Any] = {
             "name": self.scenario.name,
+            "engine": "packet",
             "scheme": self.scenario.lb.scheme,
             "recovery": self.scenario.transport.recovery,
             "cc": self.scenario.transport.cc,
@@ -151,6 +152,10 @@ def run(
         from spraylab.config import validate
 
         scenario = validate(scenario)
+    if scenario.run.engine != "packet":  # flow-level engines: spraylab.fluid
+        from spraylab.fluid.run import run_fluid
+
+        return run_fluid(scenario)
     simulation = build(scenario, check_size)
     if scenario.run.stop == "time":
         simulation.net.stop_when_done = False

@@ -80,9 +80,12 @@ class Sweep:
     baseline: str | None = None
 
     @classmethod
-    def load(cls, path: str | Path, allow_large: bool = False) -> Sweep:
+    def load(cls, path: str | Path, allow_large: bool = False, engine: str | None = None) -> Sweep:
+        """``engine``: ``run.engine`` for every point (the command line's ``--engine``)."""
         path = Path(path)
         data = read_toml(path, "sweep")
+        if engine is not None:
+            data["run"] = {**(data.get("run") or {}), "engine": engine}
         return cls.from_dict(
             data, source=str(path), base_dir=path.parent, default_name=path.stem, allow_large=allow_large
         )

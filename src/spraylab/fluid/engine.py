@@ -1,0 +1,454 @@
+"""The fluid engine: flows as rates, re-solved to exact max-min fairness at every arrival,
+completion and capacity event.
+
+A run builds the fabric and the flows through the packet engine's own code
+(``experiment.build_fabric``, ``workload.build.build_flows``), with the random streams drawn in
+the packet engine's order, so both engines see the same permutation, the same flow entropies and
+the same switch salts (and therefore the same ECMP collisions). Each flow is a volume of wire
+bytes (RoCEv2 framing, :mod:`spraylab.net.framing`) moved at its max-min fair rate over its
+route model (:mod:`spraylab.fluid.routing`). A flow is *received* one base latency after its
+last byte left: the representative route's propagation plus one store-and-forward of its first
+packet at every hop but the slowest (whose serialization the fluid transfer already counts), so
+a flow alone on the fabric finishes exactly at the packet engine's idle-fabric FCT.
+
+What is not modelled, and so never reported: queues, drops, ECN, PFC, retransmissions,
+reordering, congestion control dynamics (the rates are the fair allocation ideal congestion
+control would reach at once). Link events: ``degrade`` changes a capacity; ``down`` gives the
+link no capacity until routing reconverges (a flow whose single path crosses it stalls, a
+sprayed flow loses the share it sends into it, which it must send again), then routes are
+recomputed and every unfinished flow re-traced; ``loss`` is refused.
+
+``quantum_ps`` (``run.fluid_quantum``) bounds how often rates are re-solved: after a solve, the
+next one happens no sooner than ``quantum_ps`` later (completions are still exact: a flow
+finishes when its bytes are done; the capacity it frees and a flow that arrives in between
+wait for the next solve). 0 re-solves at every event.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from spraylab.engine.simulator import Simulator
+from spraylab.fluid.routing import FluidFabric, route_model
+from spraylab.fluid.solver import Problem, certify, solve
+from spraylab.net.framing import data_wire_bytes
+from spraylab.workload.build import GroupInfo, build_flows
+from spraylab.workload.flows import FlowSpec
+
+__all__ = ["FluidRun", "prepare", "simulate", "wire_bytes"]
+
+PS_PER_S = 1e12
+DONE_RTOL = 1e-9  # a flow whose remaining bytes fell below this share of its volume is done
+
+
+def wire_bytes(size_bytes: int, mtu_bytes: int) -> int:
+    """Bytes a message of ``size_bytes`` puts on every link it crosses (full packets plus the
+    last one, each with the RoCEv2 envelope)."""
+    n_packets = max(1, -(-size_bytes // mtu_bytes))
+    last = size_bytes - (n_packets - 1) * mtu_bytes
+    return (n_packets - 1) * data_wire_bytes(mtu_bytes) + data_wire_bytes(last)
+
+
+def lb_setup_draws(scheme: str, params: dict[str, Any]) -> int:
+    """How many child generators the scheme's ``setup`` derives from the run's generator: the
+    fluid engine skips as many draws, so the workload stream after it is the packet engine's.
+    Counted by setting the scheme up on a two-leaf fabric (the count does not depend on the
+    fabric)."""
+    from spraylab.experiment import switch_params
+    from spraylab.lb.base import make_lb
+    from spraylab.net.network import Network
+    from spraylab.topology.leaf_spine import leaf_spine
+    from spraylab.transport.params import TransportParams
+
+    class Counting(Simulator):
+        draws = 0
+
+        def derive_rng(self, salt: int) -> Any:
+            Counting.draws += 1
+            return super().derive_rng(salt)
+
+    from spraylab.config import Scenario
+
+    scenario = Scenario.from_dict({"workload": {"kind": "permutation", "size": "1KB"}})
+    sim = Counting(0)
+    fabric = leaf_spine(2, 2, 1, 100_000_000_000, 100_000_000_000, 1_000_000, 1)
+    Network(sim, fabric, switch_params(scenario), TransportParams(), make_lb(scheme, params))
+    return Counting.draws - 3  # the network's own: flows, ports, switch salts
+
+
+@dataclass
+class FluidRun:
+    """Everything a fluid run needs, built from a scenario (see :func:`prepare`)."""
+
+    fabric: FluidFabric
+    flows: list[FlowSpec]
+    groups: dict[str, GroupInfo]
+    entropy: list[int]
+    model: str
+    mtu_bytes: int
+    events: list[Any] = field(default_factory=list)
+    quantum_ps: int = 0
+    certify: bool = True
+    spray_entropies: list[list[int]] = field(default_factory=list)  # spray_rr: per flow
+
+
+def prepare(scenario: Any) -> FluidRun:
+    """Fabric, flows and random streams of ``scenario``, in the packet engine's order."""
+    from spraylab.config import ScenarioError
+    from spraylab.experiment import build_fabric
+    from spraylab.lb.base import make_lb
+
+    for event in scenario.topology.events:
+        if event.action == "loss":
+            raise ScenarioError(
+                ["topology.events.action = 'loss': not modelled by the fluid engine; allowed down, degrade"]
+            )
+    try:
+        model = route_model(scenario.lb.scheme)
+    except ValueError as exc:
+        raise ScenarioError([str(exc)]) from None
+    sim = Simulator(scenario.run.seed)
+    flow_rng = sim.derive_rng(0x5EED_F10)
+    sim.derive_rng(0xEC4)  # the packet engine's ECN marking stream
+    salt_rng = sim.derive_rng(0x5A17)
+    fabric = build_fabric(scenario.topology)
+    salts = [salt_rng.getrandbits(64) for _ in fabric.switch_tier]
+    draws = lb_setup_draws(scenario.lb.scheme, scenario.lb.params)
+    spray_rng = None
+    if model == "entropies":  # spray_rr's setup derives its one stream here (lb/spray_rr.py)
+        spray_rng = sim.derive_rng(0x5B2A7)
+        draws -= 1
+    for _ in range(draws):
+        sim.rng.getrandbits(64)
+    ff = FluidFabric(fabric, salts)
+    for event in scenario.topology.events:
+        a, b = event.link
+        if not any({link.a, link.b} == {a, b} for link in fabric.links):
+            raise ScenarioError(
+                [
+                    f"topology.events.link = {[a, b]!r}: no such link; names look like {fabric.links[-1].a!r}, {fabric.links[-1].b!r}"
+                ]
+            )
+    flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A), scenario.run.seed)
+    entropy = [flow_rng.getrandbits(16) for _ in flows]
+    spray: list[list[int]] = []
+    if spray_rng is not None:  # drawn at each flow's start, in start order: here, list order
+        paths = make_lb(scenario.lb.scheme, scenario.lb.params).params.paths  # type: ignore[attr-defined]
+        spray = [spray_rng.sample(range(1 << 16), paths) for _ in flows]
+    return FluidRun(
+        ff,
+        flows,
+        groups,
+        entropy,
+        model,
+        scenario.transport.mtu,
+        list(scenario.topology.events),
+        getattr(scenario.run, "fluid_quantum", 0),
+        spray_entropies=spray,
+    )
+
+
+class _Routes:
+    """Every flow's entries (link, bytes per byte of its rate) as one CSR problem, plus the
+    pooled constraints of the ``pool`` model as extra links after the real ones."""
+
+    def __init__(self, run: FluidRun, capacity_bps: np.ndarray) -> None:
+        from spraylab.net.routes import packet_hash
+
+        ff = run.fabric
+        self.n_real = ff.n_links
+        rows: list[dict[int, float]] = []
+        pools: dict[tuple[int, ...], int] = {}
+        cache: dict[tuple[int, int], dict[int, float]] = {}
+        for i, (spec, ent) in enumerate(zip(run.flows, run.entropy)):
+            if run.model == "hash":
+                links = ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent))
+                rows.append(dict.fromkeys(links, 1.0))
+                continue
+            if run.model == "tor_split":
+                rows.append(ff.tor_split_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent)))
+                continue
+            if run.model == "entropies":
+                entropies = run.spray_entropies[i]
+                row: dict[int, float] = {}
+                for e in entropies:
+                    walk = ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, e))
+                    if not walk:
+                        row = {}
+                        break
+                    for lid in dict.fromkeys(walk):
+                        row[lid] = row.get(lid, 0.0) + 1.0 / len(entropies)
+                rows.append(row)
+                continue
+            key = (spec.src, spec.dst)
+            row = cache.get(key)  # type: ignore[assignment]
+            if row is None:
+                if run.model == "split":
+                    row = ff.split_route(spec.src, spec.dst)
+                else:
+                    row = {}
+                    for stage in ff.stage_sets(spec.src, spec.dst):
+                        if len(stage) == 1:
+                            row[stage[0]] = 1.0
+                        else:
+                            lid = pools.setdefault(stage, self.n_real + len(pools))
+                            row[lid] = 1.0
+                cache[key] = row
+            rows.append(row)
+        self.pools = list(pools)
+        counts = np.array([len(r) for r in rows], dtype=np.int64)
+        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        link = np.fromiter((lid for r in rows for lid in r), dtype=np.int64, count=int(ptr[-1]))
+        coef = np.fromiter((c for r in rows for c in r.values()), dtype=float, count=int(ptr[-1]))
+        self.problem = Problem(ptr, link, coef, np.ones(len(rows)), self.n_real + len(self.pools))
+        self.reachable = counts > 0
+        self.capacity(capacity_bps, np.ones(self.n_real, dtype=bool))
+
+    def capacity(self, capacity_bps: np.ndarray, up: np.ndarray) -> np.ndarray:
+        """Solver capacities in bytes per ps (a dead link never constrains: what enters it is
+        lost, see :meth:`goodput`), and the per-flow share of sent bytes that arrives."""
+        real = np.where(up, capacity_bps / 8 / PS_PER_S, np.inf)
+        pooled = [sum(real[lid] for lid in stage if up[lid]) for stage in self.pools]
+        self.cap = np.concatenate([real, np.array(pooled, dtype=float)])
+        p = self.problem
+        dead = np.zeros(p.n_links, dtype=bool)
+        dead[: self.n_real] = ~up
+        lost = np.bincount(p.entry_flow, weights=np.where(dead[p.link], p.coef, 0.0), minlength=p.n_flows)
+        self.goodput = np.clip(1.0 - lost, 0.0, 1.0)
+        return self.cap
+
+
+def _latency_ps(ff: FluidFabric, spec: FlowSpec, mtu: int) -> tuple[int, int, int]:
+    """(base latency, idle-fabric FCT, FCT bound) of a flow, in ps, on the representative
+    route; 0s if unreachable. Latency: propagation plus the first packet's store-and-forward
+    at every hop but the slowest. Idle FCT: ``collect.ideal_fct_ps``'s formula. Bound: the same
+    with only the host links' rates (no scheme beats the NIC and the receiver's port)."""
+    route = ff.hash_route(spec.src, spec.dst, None)
+    if not route:
+        return 0, 0, 0
+    first = data_wire_bytes(min(spec.size_bytes, mtu))
+    volume = wire_bytes(spec.size_bytes, mtu)
+    ppb = [8 * PS_PER_S / float(ff.rate_bps[lid]) for lid in route]
+    hops = sum(float(ff.delay_ps[lid]) + first * p for lid, p in zip(route, ppb))
+    slowest = max(ppb)
+    latency = hops - first * slowest
+    ideal = hops + (volume - first) * slowest
+    host_slowest = max(ppb[0], ppb[-1])
+    bound = hops - first * (slowest - host_slowest) + (volume - first) * host_slowest
+    return int(latency), int(ideal), int(min(bound, ideal))
+
+
+@dataclass
+class FluidOutcome:
+    """Per-flow times (ps; -1 = not finished), per-link bytes, and run counters."""
+
+    start_ps: np.ndarray
+    finish_ps: np.ndarray
+    ideal_ps: np.ndarray
+    bound_ps: np.ndarray
+    tx_bytes: np.ndarray
+    rate_bps: np.ndarray
+    up: np.ndarray
+    end_ps: int
+    solves: int
+    reused: int
+    steps: int
+    stop_reason: str
+
+
+def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> FluidOutcome:
+    """Run the fluid model to completion (or the time limit / wall budget)."""
+    ff = run.fabric
+    flows = run.flows
+    n = len(flows)
+    lat = np.zeros(n)
+    ideal = np.zeros(n, dtype=np.int64)
+    bound = np.zeros(n, dtype=np.int64)
+    lat_cache: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+    for i, spec in enumerate(flows):
+        key = (spec.src, spec.dst, spec.size_bytes)
+        got = lat_cache.get(key)
+        if got is None:
+            got = lat_cache[key] = _latency_ps(ff, spec, run.mtu_bytes)
+        lat[i], ideal[i], bound[i] = got
+    volume = np.array([wire_bytes(f.size_bytes, run.mtu_bytes) for f in flows], dtype=float)
+    remaining = volume.copy()
+    base_rate = ff.rate_bps.astype(float)
+    rate_bps = base_rate.copy()
+    up = np.ones(ff.n_links, dtype=bool)
+    routes = _Routes(run, rate_bps)
+    index = {f.flow_id: i for i, f in enumerate(flows)}
+    children: dict[int, list[int]] = {}
+    waiting = np.zeros(n, dtype=np.int64)
+    arrivals: list[tuple[float, int]] = []
+    for i, spec in enumerate(flows):
+        if spec.deps:
+            waiting[i] = len(spec.deps)
+            for d in spec.deps:
+                children.setdefault(index[d], []).append(i)
+        else:
+            arrivals.append((float(spec.start_ps), i))
+    heapq.heapify(arrivals)
+    # capacity events: (time, order, kind, link ids, value)
+    cap_events: list[tuple[float, int, str, list[int], float]] = []
+    for order, event in enumerate(run.events):
+        a, b = event.link
+        lids = _event_links(ff, a, b, event.parallel)
+        if event.action == "down":
+            cap_events.append((float(event.at), 2 * order, "down", lids, 0.0))
+            cap_events.append((float(event.at + event.convergence), 2 * order + 1, "reroute", lids, 0.0))
+        else:
+            cap_events.append((float(event.at), 2 * order, "degrade", lids, event.rate_fraction))
+    heapq.heapify(cap_events)
+
+    start = np.full(n, -1.0)
+    finish = np.full(n, -1.0)
+    active = np.zeros(n, dtype=bool)
+    tx = np.zeros(routes.problem.n_links)
+    progress = np.zeros(n)  # bytes per ps that count towards completion
+    send = np.zeros(n)  # bytes per ps sent
+    now = 0.0
+    last_solve = -np.inf
+    dirty = True
+    solves = reused = steps = 0
+    memo: dict[tuple[int, bytes], np.ndarray] = {}
+    cap_version = 0
+    wall0 = time.perf_counter()
+    stop = "done"
+    p = routes.problem
+
+    while True:
+        if dirty and now >= last_solve + run.quantum_ps:
+            solvable = active & (routes.goodput > 0) & routes.reachable
+            key = (cap_version, np.packbits(solvable).tobytes())
+            rates = memo.get(key)
+            if rates is None:
+                rates = solve(p, routes.cap, solvable)
+                if run.certify:
+                    certify(p, routes.cap, rates, solvable)
+                if len(memo) < 4096:
+                    memo[key] = rates
+                solves += 1
+            else:
+                reused += 1
+            send = np.where(solvable, rates, 0.0)
+            progress = send * routes.goodput
+            last_solve = now
+            dirty = False
+        # the next thing that happens
+        t_next = np.inf
+        moving = active & (progress > 0)
+        if moving.any():
+            t_next = now + float((remaining[moving] / progress[moving]).min())
+        if arrivals:
+            t_next = min(t_next, arrivals[0][0])
+        if cap_events:
+            t_next = min(t_next, cap_events[0][0])
+        if dirty:
+            t_next = min(t_next, last_solve + run.quantum_ps)
+        if not np.isfinite(t_next):
+            stop = "done" if not active.any() and not arrivals else "idle"
+            break
+        if t_next > time_limit_ps:
+            t_next = float(time_limit_ps)
+            stop = "time_limit"
+        dt = t_next - now
+        if dt > 0:
+            remaining -= progress * dt
+            on = p.entry_flow
+            tx += np.bincount(p.link, weights=p.coef * send[on] * dt, minlength=p.n_links)
+        now = t_next
+        steps += 1
+        if stop == "time_limit":
+            break
+        if max_wall_s and time.perf_counter() - wall0 > max_wall_s:
+            stop = "wall_budget"
+            break
+        # completions (exact: the flow whose bytes ran out, and any within rounding)
+        done = active & (remaining <= volume * DONE_RTOL + 1e-9)
+        if done.any():
+            for i in np.flatnonzero(done):
+                finish[i] = now + lat[i]
+                for c in children.get(int(i), ()):
+                    waiting[c] -= 1
+                    if waiting[c] == 0:
+                        heapq.heappush(arrivals, (finish[i] + flows[c].start_ps, c))
+            remaining[done] = 0.0
+            active[done] = False
+            progress[done] = 0.0
+            send[done] = 0.0
+            dirty = True
+        while arrivals and arrivals[0][0] <= now:
+            _, i = heapq.heappop(arrivals)
+            start[i] = now
+            active[i] = True
+            dirty = True
+        while cap_events and cap_events[0][0] <= now:
+            _, _, kind, lids, value = heapq.heappop(cap_events)
+            if kind == "degrade":
+                for lid in lids:
+                    rate_bps[lid] = max(1, int(base_rate[lid] * value))
+            elif kind == "down":
+                up[lids] = False
+            else:  # reroute: routing drops the dead links, every flow is traced again
+                ff.routed_down.update(lids)
+                ff.compute_routes()
+                real_tx = _real_tx(routes, tx, rate_bps, up)
+                routes = _Routes(run, rate_bps)
+                p = routes.problem
+                tx = np.zeros(p.n_links)
+                tx[: routes.n_real] = real_tx
+                memo.clear()
+            routes.capacity(rate_bps, up)
+            cap_version += 1
+            dirty = True
+    return FluidOutcome(
+        start,
+        finish,
+        ideal,
+        bound,
+        _real_tx(routes, tx, rate_bps, up),
+        rate_bps,
+        up,
+        int(round(max(now, float(finish.max(initial=0.0))))),
+        solves,
+        reused,
+        steps,
+        stop,
+    )
+
+
+def _event_links(ff: FluidFabric, a: str, b: str, parallel: int | None) -> list[int]:
+    """Directed links of a link event, both directions, as ``Network.ports_between``."""
+    ia, ib = ff.node_index[a], ff.node_index[b]
+    forward = [lid for lid in range(ff.n_links) if ff.link_src[lid] == ia and ff.link_dst[lid] == ib]
+    backward = [lid for lid in range(ff.n_links) if ff.link_src[lid] == ib and ff.link_dst[lid] == ia]
+    if parallel is None:
+        return forward + backward
+    if not 0 <= parallel < len(forward):
+        from spraylab.config import ScenarioError
+
+        raise ScenarioError(
+            [
+                f"topology.events.parallel = {parallel}: index 0..{len(forward) - 1} ({a!r} and {b!r} have {len(forward)} parallel link(s))"
+            ]
+        )
+    return [forward[parallel], backward[parallel]]
+
+
+def _real_tx(routes: _Routes, tx: np.ndarray, rate_bps: np.ndarray, up: np.ndarray) -> np.ndarray:
+    """Bytes per real link; a pooled constraint's bytes go to its live members in proportion
+    to their capacity (the ideal adaptive split fills them evenly)."""
+    real = routes.n_real
+    out = tx[:real].copy()
+    for j, stage in enumerate(routes.pools):
+        members = [lid for lid in stage if up[lid]] or list(stage)
+        caps = rate_bps[members]
+        out[members] += tx[real + j] * caps / caps.sum()
+    return out

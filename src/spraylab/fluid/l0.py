@@ -1,0 +1,110 @@
+"""The L0 bound: each phase takes as long as its most loaded link needs for its bytes.
+
+A *phase* is the flows of one group at one dependency depth (a flow without dependencies has
+depth 0, a flow waiting for others one more than the deepest of them): the whole of a
+permutation or an all-to-all, one step of a ring. A phase starts when the last of the flows it
+waits for is received (plus the flow's own ``start_ps``: the latest such time over its flows),
+each link ``l`` must carry ``B_l`` wire bytes of it at capacity ``C_l``, and the phase cannot
+end before ``max_l B_l / C_l`` after its start (no schedule moves bytes faster than its
+busiest link), plus one base latency. That is a lower bound on the phase's duration, and it is
+what the fluid engine computes for phases whose flows all start together and whose busiest
+link stays busy throughout (uniform permutations, all-to-alls, ring steps). A flow finishes
+``max over its links of B_l / C_l`` after the phase start plus its own latency.
+
+No event loop and no solver: one pass over the routes, so it runs at scales where even the
+fluid engine's rate solves are too many. Scenarios with link events are refused (L0 is a
+bound of the healthy fabric).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from spraylab.fluid.engine import FluidOutcome, FluidRun, _latency_ps, _Routes, wire_bytes
+
+__all__ = ["simulate_l0", "phases"]
+
+
+def phases(run: FluidRun) -> np.ndarray:
+    """The phase index of every flow (module docstring), in an order where a phase comes
+    after every phase it depends on."""
+    flows = run.flows
+    index = {f.flow_id: i for i, f in enumerate(flows)}
+    depth = np.zeros(len(flows), dtype=np.int64)
+    for i, f in enumerate(flows):  # workloads list dependencies before their dependents
+        if f.deps:
+            depth[i] = 1 + max(int(depth[index[d]]) for d in f.deps)
+    keys: dict[tuple[int, str], int] = {}
+    order = sorted({(int(depth[i]), f.group) for i, f in enumerate(flows)})
+    for key in order:
+        keys[key] = len(keys)
+    return np.array([keys[(int(depth[i]), f.group)] for i, f in enumerate(flows)], dtype=np.int64)
+
+
+def simulate_l0(run: FluidRun) -> FluidOutcome:
+    if run.events:
+        from spraylab.config import ScenarioError
+
+        raise ScenarioError(["topology.events: not modelled by run.engine = 'l0'; use 'fluid' or 'packet'"])
+    ff = run.fabric
+    flows = run.flows
+    n = len(flows)
+    index = {f.flow_id: i for i, f in enumerate(flows)}
+    if any(index[d] >= i for i, f in enumerate(flows) for d in f.deps):
+        raise ValueError("L0: a flow depends on a later flow; phases need dependencies listed first")
+    routes = _Routes(run, ff.rate_bps.astype(float))
+    p = routes.problem
+    cap = routes.cap  # bytes per ps; pooled constraints after the real links
+    volume = np.array([wire_bytes(f.size_bytes, run.mtu_bytes) for f in flows], dtype=float)
+    lat = np.zeros(n)
+    ideal = np.zeros(n, dtype=np.int64)
+    bound = np.zeros(n, dtype=np.int64)
+    cache: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+    for i, spec in enumerate(flows):
+        key = (spec.src, spec.dst, spec.size_bytes)
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = _latency_ps(ff, spec, run.mtu_bytes)
+        lat[i], ideal[i], bound[i] = got
+    phase = phases(run)
+    n_phases = int(phase.max(initial=-1)) + 1
+    start = np.full(n, -1.0)
+    finish = np.full(n, -1.0)
+    tx = np.zeros(p.n_links)
+    entry_phase = phase[p.entry_flow]
+    for ph in range(n_phases):
+        members = np.flatnonzero(phase == ph)
+        ready = np.array(
+            [max((finish[index[d]] for d in flows[i].deps), default=0.0) + flows[i].start_ps for i in members]
+        )
+        if (ready < 0).any() or not routes.reachable[members].all():
+            continue  # waits on a flow that never finishes, or cannot reach its destination
+        t0 = float(ready.max())
+        on = entry_phase == ph
+        load = np.bincount(p.link[on], weights=p.coef[on] * volume[p.entry_flow[on]], minlength=p.n_links)
+        tx += load
+        busy = np.where(load > 0, load / cap, 0.0)  # ps each link needs for the phase
+        flow_busy = np.zeros(n)
+        np.maximum.at(flow_busy, p.entry_flow[on], busy[p.link[on]])
+        start[members] = t0
+        finish[members] = t0 + flow_busy[members] + lat[members]
+    real = routes.n_real
+    tx_real = tx[:real].copy()
+    for j, stage in enumerate(routes.pools):
+        caps = ff.rate_bps[list(stage)].astype(float)
+        tx_real[list(stage)] += tx[real + j] * caps / caps.sum()
+    end = float(finish.max(initial=0.0))
+    return FluidOutcome(
+        start,
+        finish,
+        ideal,
+        bound,
+        tx_real,
+        ff.rate_bps.astype(float),
+        np.ones(ff.n_links, dtype=bool),
+        int(round(end)),
+        0,
+        0,
+        n_phases,
+        "done" if (finish >= 0).all() else "idle",
+    )

@@ -1,0 +1,360 @@
+"""The packet engine's routes as flat arrays, and each flow's share of every link it uses.
+
+:class:`FluidFabric` rebuilds, from the same :class:`~spraylab.topology.fabric.Fabric`, exactly
+what :class:`spraylab.net.network.Network` builds, without creating a port or a switch
+object: directed link ``2 i`` is fabric link ``i`` from ``a`` to ``b`` and ``2 i + 1`` the
+reverse (the order of ``Network.ports``, so link tables line up row for row), every node's
+egress links in the order the network gives its ports, the equal-cost candidates of each
+(switch, destination ToR) from hop distances over switch links (hosts never transit), direct
+groups towards attached hosts, each host's NIC choice, and the switch salts drawn from the
+same random stream. A flow's route is then one of three models:
+
+* ``hash`` (ECMP): the walk of :func:`spraylab.net.routes.trace_route` with the flow's header
+  hash, ``hop_hash(hash, salt) % n`` at each switch: the same collisions as the packet engine;
+* ``split`` (rps): the flow divides equally among the candidates at every switch, so link
+  ``l`` carries the fraction of the flow that the uniform random walk down the equal-cost DAG
+  puts on it (per-packet random choices even out to that share);
+* ``entropies`` (spray_rr): the sender cycles over ``paths`` random entropies, each packet
+  hashed by ECMP: the flow divides equally among the hash routes of those entropies, which
+  the fluid engine draws from the scheme's own random stream (so the same uneven shares as
+  the packet engine when flows start in the order they are listed);
+* ``tor_split`` (tor_assist): the source ToR sprays round-robin over its candidates and every
+  later switch hashes the flow's header (ECMP): an equal split at the first switch, one hash
+  route below each of its candidates;
+* ``pool`` (adaptive schemes: REPS, adaptive, DRILL, DFS): ideal adaptive splitting. The links at
+  each hop depth of the DAG form one pooled constraint with their summed capacity, as a scheme
+  that always found the free path would see them. A relaxation of the real constraints, so a
+  bound on what adaptive schemes reach, not a model of any one of them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spraylab.net.routes import MAX_HOPS, hop_hash
+from spraylab.topology.fabric import Fabric
+
+__all__ = ["FluidFabric", "ROUTE_MODELS", "route_model"]
+
+# load balancer -> route model (module docstring)
+ROUTE_MODELS: dict[str, str] = {
+    "ecmp": "hash",
+    "rps": "split",
+    "spray_rr": "entropies",
+    "tor_assist": "tor_split",
+    "reps": "pool",
+    "adaptive": "pool",
+    "drill": "pool",
+    "dfs": "pool",
+}
+
+
+def route_model(scheme: str) -> str:
+    """The route model of ``scheme``; raises ``ValueError`` for schemes the fluid engine does
+    not model (their choice depends on state the fluid engine does not keep)."""
+    try:
+        return ROUTE_MODELS[scheme]
+    except KeyError:
+        raise ValueError(
+            f"lb.scheme = {scheme!r}: not modelled by the fluid engine; allowed {', '.join(sorted(ROUTE_MODELS))}"
+        ) from None
+
+
+@dataclass
+class FluidFabric:
+    """Nodes, directed links and routing tables of one fabric (module docstring)."""
+
+    fabric: Fabric
+    salts: list[int]
+    node_index: dict[str, int] = field(default_factory=dict)
+    n_switches: int = 0
+    link_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    link_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    rate_bps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    delay_ps: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    egress: list[list[int]] = field(default_factory=list)
+    routed_down: set[int] = field(default_factory=set)
+    version: int = 0
+
+    def __post_init__(self) -> None:
+        f = self.fabric
+        names = list(f.switch_tier) + list(f.hosts)
+        self.node_index = {name: i for i, name in enumerate(names)}
+        self.n_switches = len(f.switch_tier)
+        n_links = 2 * len(f.links)
+        src = np.empty(n_links, dtype=np.int64)
+        dst = np.empty(n_links, dtype=np.int64)
+        idx = self.node_index
+        for i, link in enumerate(f.links):
+            a, b = idx[link.a], idx[link.b]
+            src[2 * i], dst[2 * i], src[2 * i + 1], dst[2 * i + 1] = a, b, b, a
+        self.link_src, self.link_dst = src, dst
+        self.rate_bps = np.repeat(np.array([link.rate_bps for link in f.links], dtype=np.int64), 2)
+        self.delay_ps = np.repeat(np.array([link.delay_ps for link in f.links], dtype=np.int64), 2)
+        self.egress = [[] for _ in names]
+        for lid in range(n_links):  # a->b then b->a per fabric link: the network's port order
+            self.egress[int(src[lid])].append(lid)
+        self.tor_of_host = [idx[t] for t in f.host_tor]
+        self._build_host_routes()
+        self.compute_routes()
+
+    # --- tables -------------------------------------------------------------------------
+    @property
+    def n_links(self) -> int:
+        return len(self.link_src)
+
+    def is_host(self, node: int) -> bool:
+        return node >= self.n_switches
+
+    def host_node(self, host: int) -> int:
+        return self.n_switches + host
+
+    def _build_host_routes(self) -> None:
+        """Each host's NIC towards its ToR, and towards hosts its other NICs reach directly
+        (NVLink peers), as ``Network._compute_routes`` chooses them."""
+        self.host_nic: list[int] = []
+        self.host_direct: list[dict[int, int]] = []
+        for h in range(self.fabric.n_hosts):
+            node = self.host_node(h)
+            tor = self.tor_of_host[h]
+            nic = next(lid for lid in self.egress[node] if int(self.link_dst[lid]) == tor)
+            direct: dict[int, int] = {}
+            for lid in self.egress[node]:
+                if lid == nic:
+                    continue
+                peer = int(self.link_dst[lid])
+                for out in self.egress[peer]:
+                    far = int(self.link_dst[out])
+                    if self.is_host(far):
+                        direct[far - self.n_switches] = lid
+            self.host_nic.append(nic)
+            self.host_direct.append(direct)
+
+    def compute_routes(self) -> None:
+        """Equal-cost candidates per (switch, destination ToR) and per attached host, skipping
+        links routing has removed (a switch pair is cut only when all its links are)."""
+        self.version += 1
+        ns = self.n_switches
+        pair_links: dict[tuple[int, int], list[int]] = {}
+        for lid in range(self.n_links):
+            a, b = int(self.link_src[lid]), int(self.link_dst[lid])
+            if a < ns and b < ns:
+                pair_links.setdefault((a, b), []).append(lid)
+        adj: list[list[int]] = [[] for _ in range(ns)]
+        for (a, b), lids in pair_links.items():
+            if not all(lid in self.routed_down for lid in lids):
+                adj[a].extend(b for _ in lids)
+        self._adj = adj
+        # (switch, dst ToR node) -> links; built on first use, since a route touches only a
+        # few of the switch x ToR groups of a large fabric
+        self.groups: dict[tuple[int, int], list[int]] = {}
+        self._dist: dict[int, list[int]] = {}
+        self._switch_egress = [
+            [
+                (lid, int(self.link_dst[lid]))
+                for lid in self.egress[sw]
+                if int(self.link_dst[lid]) < ns and lid not in self.routed_down
+            ]
+            for sw in range(ns)
+        ]
+        self.direct: dict[tuple[int, int], int] = {}  # (switch, host) -> link to it
+        for sw in range(ns):
+            for lid in self.egress[sw]:
+                peer = int(self.link_dst[lid])
+                if self.is_host(peer):
+                    self.direct[(sw, peer - ns)] = lid
+        self._split_memo: dict[tuple[int, int], dict[int, float]] = {}
+
+    def candidates(self, switch: int, dst: int) -> list[int]:
+        """``switch.table[dst]``: the egress links of ``switch`` towards host ``dst``."""
+        lid = self.direct.get((switch, dst))
+        if lid is not None:
+            return [lid]
+        tor = self.tor_of_host[dst]
+        if switch == tor:
+            return []
+        key = (switch, tor)
+        group = self.groups.get(key)
+        if group is None:
+            dist = self._distances(tor)
+            want = dist[switch] - 1 if dist[switch] >= 0 else -2  # unreachable: no candidate
+            group = self.groups[key] = [
+                lid for lid, peer in self._switch_egress[switch] if dist[peer] == want
+            ]
+        return group
+
+    def _distances(self, tor: int) -> list[int]:
+        """Hop distances from every switch to ``tor`` over switch links (hosts never transit);
+        -1 where unreachable."""
+        dist = self._dist.get(tor)
+        if dist is None and not self._dist:
+            self._all_distances()
+            dist = self._dist.get(tor)
+        if dist is None:
+            dist = [-1] * self.n_switches
+            dist[tor] = 0
+            frontier = deque([tor])
+            adj = self._adj
+            while frontier:
+                node = frontier.popleft()
+                for nxt in adj[node]:
+                    if dist[nxt] < 0:
+                        dist[nxt] = dist[node] + 1
+                        frontier.append(nxt)
+            self._dist[tor] = dist
+        return dist
+
+    def _all_distances(self) -> None:
+        """Breadth-first search from every ToR at once, one matrix product per hop, where
+        the switch adjacency fits a dense matrix (a Python BFS per ToR is the slow part of
+        routing a large fat-tree)."""
+        ns = self.n_switches
+        tors = sorted(set(self.tor_of_host))
+        if ns > 4096 or len(tors) < 8:
+            return
+        adj = np.zeros((ns, ns), dtype=np.float32)
+        for a, nbrs in enumerate(self._adj):
+            adj[a, nbrs] = 1.0
+        rows = np.arange(len(tors))
+        dist = np.full((len(tors), ns), -1, dtype=np.int64)
+        frontier = np.zeros((len(tors), ns), dtype=np.float32)
+        frontier[rows, tors] = 1.0
+        dist[rows, tors] = 0
+        hop = 0
+        while frontier.any():
+            hop += 1
+            new = ((frontier @ adj) > 0) & (dist < 0)
+            dist[new] = hop
+            frontier = new.astype(np.float32)
+        for row, tor in zip(dist.tolist(), tors):
+            self._dist[tor] = row
+
+    def first_link(self, src: int, dst: int) -> int:
+        return self.host_direct[src].get(dst, self.host_nic[src])
+
+    # --- routes -------------------------------------------------------------------------
+    def hash_route(self, src: int, dst: int, pkt_hash: int | None) -> list[int]:
+        """Links of the walk ``trace_route`` takes with header hash ``pkt_hash`` (None: the
+        first candidate everywhere, the representative route). Empty if unreachable."""
+        return self._walk([self.first_link(src, dst)], src, dst, pkt_hash)
+
+    def tor_split_route(self, src: int, dst: int, pkt_hash: int) -> dict[int, float]:
+        """Equal shares over the first switch's candidates, one hash walk below each (the
+        ``tor_split`` model). Empty if unreachable."""
+        first = self.first_link(src, dst)
+        node = int(self.link_dst[first])
+        if self.is_host(node):
+            return {first: 1.0}
+        cands = self.candidates(node, dst)
+        if not cands:
+            return {}
+        out = {first: 1.0}
+        for lid in cands:
+            walk = self._walk([lid], src, dst, pkt_hash)
+            if not walk:
+                return {}
+            for link in walk:
+                out[link] = out.get(link, 0.0) + 1.0 / len(cands)
+        return out
+
+    def _walk(self, links: list[int], src: int, dst: int, pkt_hash: int | None) -> list[int]:
+        lid = links[-1]
+        ns = self.n_switches
+        for _ in range(MAX_HOPS):
+            node = int(self.link_dst[lid])
+            if node >= ns:
+                if node - ns != dst:
+                    raise ValueError(f"route {src}->{dst} reached host {node - ns}")
+                return links
+            cands = self.candidates(node, dst)
+            n = len(cands)
+            if not n:
+                return []
+            lid = cands[0] if n == 1 or pkt_hash is None else cands[hop_hash(pkt_hash, self.salts[node]) % n]
+            links.append(lid)
+        raise ValueError(f"route {src}->{dst}: no destination within {MAX_HOPS} hops (routing loop?)")
+
+    def split_route(self, src: int, dst: int) -> dict[int, float]:
+        """Fraction of a flow from ``src`` to ``dst`` on every link when each switch divides
+        what it receives equally among its candidates. Empty if unreachable."""
+        first = self.first_link(src, dst)
+        node = int(self.link_dst[first])
+        if self.is_host(node):
+            return {first: 1.0}
+        rest = self._split_from(node, dst)
+        if rest is None:
+            return {}
+        out = {first: 1.0}
+        out.update(rest)
+        return out
+
+    def _split_from(self, node: int, dst: int, depth: int = 0) -> dict[int, float] | None:
+        """Shares from switch ``node`` to host ``dst``: the walk to the destination's ToR
+        (memoised per (switch, ToR): there a switch's candidates depend on the ToR only, so
+        all of the ToR's hosts share it), then the ToR's link to ``dst``."""
+        direct = self.direct.get((node, dst))
+        if direct is not None:
+            return {direct: 1.0}
+        tor = self.tor_of_host[dst]
+        last = self.direct.get((tor, dst))
+        if last is None:
+            return None
+        key = (node, tor)
+        upper = self._split_memo.get(key)
+        if upper is None:
+            upper = self._split_to_tor(node, tor, dst, depth)
+            if upper is None:
+                return None
+            self._split_memo[key] = upper
+        out = dict(upper)
+        out[last] = out.get(last, 0.0) + 1.0
+        return out
+
+    def _split_to_tor(self, node: int, tor: int, dst: int, depth: int) -> dict[int, float] | None:
+        if node == tor:
+            return {}
+        if depth > MAX_HOPS:
+            raise ValueError(f"route to {dst}: no destination within {MAX_HOPS} hops (routing loop?)")
+        if (node, dst) in self.direct:
+            raise ValueError(f"host {dst} is attached to {node}, which is not its ToR, on the way to it")
+        cands = self.candidates(node, dst)
+        if not cands:
+            return None
+        share = 1.0 / len(cands)
+        out: dict[int, float] = {}
+        for lid in cands:
+            out[lid] = out.get(lid, 0.0) + share
+            peer = int(self.link_dst[lid])
+            key = (peer, tor)
+            below = self._split_memo.get(key)
+            if below is None:
+                below = self._split_to_tor(peer, tor, dst, depth + 1)
+                if below is None:
+                    return None
+                self._split_memo[key] = below
+            for far, frac in below.items():
+                out[far] = out.get(far, 0.0) + share * frac
+        return out
+
+    def stage_sets(self, src: int, dst: int) -> list[tuple[int, ...]]:
+        """The links at each hop depth of the equal-cost DAG from ``src`` to ``dst`` (the
+        ``pool`` model's constraints). Empty if unreachable."""
+        first = self.first_link(src, dst)
+        stages = [(first,)]
+        frontier = {int(self.link_dst[first])}
+        for _ in range(MAX_HOPS):
+            frontier = {n for n in frontier if not self.is_host(n)}
+            if not frontier:
+                return stages
+            links: set[int] = set()
+            for node in frontier:
+                cands = self.candidates(node, dst)
+                if not cands:
+                    return []
+                links.update(cands)
+            stages.append(tuple(sorted(links)))
+            frontier = {int(self.link_dst[lid]) for lid in links}
+        raise ValueError(f"route {src}->{dst}: no destination within {MAX_HOPS} hops (routing loop?)")

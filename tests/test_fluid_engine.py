@@ -1,0 +1,278 @@
+"""The fluid engine against closed forms, the packet engine's routes, and the Result contract.
+
+Closed forms (fluid model: max-min fair rates, wire bytes, one base latency per message):
+a flow of V wire bytes at rate R finishes V / R plus its route's latency after it starts, the
+latency being propagation plus the first packet's store-and-forward at every hop but the
+slowest (so a lone flow matches the packet engine's idle-fabric FCT).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from spraylab.config import ScenarioError, validate
+from spraylab.experiment import build, run
+from spraylab.fluid.engine import prepare, wire_bytes
+from spraylab.net.framing import data_wire_bytes
+from spraylab.net.routes import packet_hash, trace_route
+from spraylab.rails.planner import plan_rails
+from spraylab.workload.build import rail_phase_matrices
+
+GBPS = 10**9
+DELAY_PS = 1_000_000  # the topologies' default link delay (1 us)
+MTU = 4096
+
+
+def leaf_spine(leaves: int, spines: int, hosts_per_leaf: int, **extra: Any) -> dict[str, Any]:
+    return {
+        "kind": "leaf_spine",
+        "leaves": leaves,
+        "spines": spines,
+        "hosts_per_leaf": hosts_per_leaf,
+        "host_rate": "100Gbps",
+        **extra,
+    }
+
+
+def scenario(
+    topology: dict[str, Any], workload: dict[str, Any], scheme: str = "rps", **run_: Any
+) -> dict[str, Any]:
+    return {
+        "topology": topology,
+        "lb": {"scheme": scheme},
+        "transport": {"recovery": "ideal", "cc": "none"},
+        "workload": workload,
+        "run": {"seed": 3, "engine": "fluid", "progress": False, **run_},
+    }
+
+
+def ps_per_byte(rate_bps: float) -> float:
+    return 8e12 / rate_bps
+
+
+def latency_ps(hops: int, rate_bps: float, size: int) -> float:
+    """Base latency of a route of ``hops`` equal links (module docstring)."""
+    first = data_wire_bytes(min(size, MTU))
+    return hops * DELAY_PS + (hops - 1) * first * ps_per_byte(rate_bps)
+
+
+def test_spraying_permutation_is_size_over_rate_plus_latency() -> None:
+    size = 1_000_000
+    result = run(scenario(leaf_spine(4, 4, 4), {"kind": "permutation", "size": size}))
+    expect = wire_bytes(size, MTU) * ps_per_byte(100 * GBPS) + latency_ps(4, 100 * GBPS, size)
+    np.testing.assert_allclose(result.flows["fct_ps"], expect, rtol=0.005)
+    assert result.summary["engine"] == "fluid"
+
+
+def test_incast_shares_the_receiver_equally() -> None:
+    senders, size = 6, 500_000
+    result = run(
+        scenario(leaf_spine(4, 4, 4), {"kind": "incast", "senders": senders, "receiver": 0, "size": size})
+    )
+    transfer = senders * wire_bytes(size, MTU) * ps_per_byte(100 * GBPS)
+    for _, flow in result.flows.iterrows():
+        hops = 2 if flow["src"] < 4 else 4  # host 0's leaf holds hosts 0-3
+        assert flow["fct_ps"] == pytest.approx(transfer + latency_ps(hops, 100 * GBPS, size), rel=0.005)
+
+
+def test_ring_allreduce_closed_form() -> None:
+    """Ring all-reduce on n ranks of one leaf: 2(n-1) steps of S/n, each one transfer plus one
+    two-hop latency: 2(n-1)/n x S/B (in wire bytes) + 2(n-1) x latency."""
+    n, size = 8, 8_000_000
+    result = run(
+        scenario(
+            leaf_spine(2, 2, 8), {"kind": "collective", "collective": "allreduce", "size": size, "hosts": n}
+        )
+    )
+    part = size // n
+    step = wire_bytes(part, MTU) * ps_per_byte(100 * GBPS) + latency_ps(2, 100 * GBPS, part)
+    assert result.groups["cct_ps"].iloc[0] == pytest.approx(2 * (n - 1) * step, rel=0.005)
+
+
+def test_all_to_all_meets_the_nic_bound() -> None:
+    """A full-bisection fabric under spraying: every NIC sends (n-1) messages at line rate."""
+    size = 200_000
+    result = run(scenario(leaf_spine(4, 4, 4), {"kind": "all_to_all", "size": size}))
+    n = 16
+    expect = (n - 1) * wire_bytes(size, MTU) * ps_per_byte(100 * GBPS) + latency_ps(4, 100 * GBPS, size)
+    assert result.summary["completion_ps"] == pytest.approx(expect, rel=0.005)
+
+
+def test_rails_uniform_all_to_all_reaches_t_star() -> None:
+    """RailS on a uniform all-to-all: every NIC carries T* worth of bytes; the fluid CCT is T*
+    plus one rail route's latency and the NVLink hops before and after it."""
+    topo = {"kind": "rail", "servers": 4, "gpus_per_server": 4, "spines": 2}
+    sc = scenario(topo, {"kind": "rail_alltoall", "size": 1_000_000, "strategy": "rails"}, scheme="ecmp")
+    result = run(sc)
+    v = validate(sc)
+    d1 = rail_phase_matrices(v.workload[0], 4, 4)[0][1]
+    t_star = plan_rails(d1, 4).t_star_ps(v.topology.nic_rate)
+    rail_latency = latency_ps(4, v.topology.nic_rate, MTU)  # NIC, rail leaf, spine, rail leaf
+    nvlink_latency = 2 * (
+        v.topology.nvlink_delay + data_wire_bytes(MTU) * ps_per_byte(v.topology.nvlink_rate)
+    )
+    cct = result.summary["completion_ps"]
+    assert t_star <= cct
+    assert cct == pytest.approx(t_star + rail_latency + nvlink_latency, rel=0.005)
+
+
+def test_ecmp_uses_the_packet_engines_paths() -> None:
+    """Same salts, entropies and walk: every flow's links are the ports trace_route visits."""
+    sc = validate(
+        scenario(
+            {"kind": "fat_tree", "k": 4, "rate": "100Gbps"}, {"kind": "permutation", "size": "10KB"}, "ecmp"
+        )
+    )
+    net = build(sc).net
+    fluid = prepare(sc)
+    index = {id(p): i for i, p in enumerate(net.ports)}
+    assert [qp.entropy for qp in net.qps] == fluid.entropy
+    for qp, spec, ent in zip(net.qps, fluid.flows, fluid.entropy):
+        assert (qp.src, qp.dst) == (spec.src, spec.dst)
+        packet = [index[id(p)] for p in trace_route(net, qp.src, qp.dst, qp.flow_hash).ports]
+        assert packet == fluid.fabric.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent))
+
+
+def test_spray_rr_draws_the_packet_engines_entropies() -> None:
+    """spray_rr's uneven shares come from its random entropies: the fluid engine draws the same
+    ones (the packet engine draws them as each flow starts)."""
+    sc = validate(scenario(leaf_spine(4, 4, 2), {"kind": "permutation", "size": "10KB"}, "spray_rr"))
+    simulation = build(sc)
+    simulation.run(until_ps=1)
+    assert prepare(sc).spray_entropies == [qp.lb_state.entropies for qp in simulation.net.qps]
+
+
+def test_ecmp_permutation_matches_packet_engine() -> None:
+    """ECMP collisions are the packet engine's, so completion agrees within 5% (ideal transport,
+    no congestion control: what the fluid model assumes)."""
+    sc = scenario(leaf_spine(4, 4, 4), {"kind": "permutation", "size": "1MB"}, "ecmp")
+    fluid = run(sc)
+    packet = run({**sc, "run": {**sc["run"], "engine": "packet"}})
+    assert packet.summary["engine"] == "packet"
+    assert fluid.summary["completion_ps"] == pytest.approx(packet.summary["completion_ps"], rel=0.05)
+
+
+def test_degraded_link_caps_every_sprayed_flow() -> None:
+    """Spraying puts 1/S of each of a leaf's H flows on every uplink: a link degraded to f caps
+    them at S f B / H (here 4 x 0.25 x 100 / 4 = 25 Gb/s)."""
+    event = {"at": 0, "link": ["leaf0", "spine0"], "action": "degrade", "rate_fraction": 0.25}
+    size = 500_000
+    result = run(scenario(leaf_spine(2, 4, 4, events=[event]), {"kind": "permutation", "size": size}))
+    expect = wire_bytes(size, MTU) * ps_per_byte(25 * GBPS) + latency_ps(4, 100 * GBPS, size)
+    np.testing.assert_allclose(result.flows["fct_ps"], expect, rtol=0.005)
+    degraded = result.links[result.links["link"] == "leaf0->spine0"].iloc[0]
+    assert degraded["rate_bps"] == 25 * GBPS
+
+
+def test_failed_link_stalls_its_flows_until_routing_converges() -> None:
+    """ECMP: a flow whose path crosses the dead link makes no progress until the reroute, then
+    goes on the other spine; the others never notice."""
+    converge = 50_000_000
+    event = {"at": 0, "link": ["leaf0", "spine0"], "action": "down", "convergence": converge}
+    size = 300_000
+    sc = scenario(leaf_spine(2, 2, 2, events=[event]), {"kind": "permutation", "size": size}, "ecmp")
+    result = run(sc)
+    fluid = prepare(validate(sc))
+    dead = {
+        lid
+        for lid in range(fluid.fabric.n_links)
+        if {fluid.fabric.node_index[n] for n in ("leaf0", "spine0")}
+        == {int(fluid.fabric.link_src[lid]), int(fluid.fabric.link_dst[lid])}
+    }
+    base = wire_bytes(size, MTU) * ps_per_byte(100 * GBPS) + latency_ps(4, 100 * GBPS, size)
+    stalled = 0
+    for spec, ent, fct in zip(fluid.flows, fluid.entropy, result.flows["fct_ps"]):
+        crosses = bool(
+            dead & set(fluid.fabric.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent)))
+        )
+        stalled += crosses
+        assert fct == pytest.approx(base + (converge if crosses else 0), rel=0.005)
+    assert 0 < stalled < len(fluid.flows)  # the seed exercises both cases
+
+
+def test_unknown_columns_are_nan_never_zero() -> None:
+    result = run(scenario(leaf_spine(2, 2, 2), {"kind": "permutation", "size": "100KB"}))
+    for column in ("retx_packets", "nacks", "cnps", "max_reorder", "drops", "timeouts"):
+        assert result.flows[column].isna().all()
+    for column in ("max_queue_bytes", "drops", "ecn_marks", "pfc_pauses"):
+        assert result.links[column].isna().all()
+    assert result.summary["drops"] is None and result.summary["ecn_marks"] is None
+    # what it does know: every byte it moved, on the links it moved them over
+    assert result.links[result.links["role"] == "host_up"]["tx_bytes"].sum() == pytest.approx(
+        4 * wire_bytes(100_000, MTU), rel=1e-9
+    )
+
+
+def test_engine_key_leaves_packet_scenarios_unchanged() -> None:
+    """A packet scenario dumps without ``engine`` (same store key as before the option)."""
+    packet = validate(scenario(leaf_spine(2, 2, 2), {"kind": "permutation", "size": "1KB"}, engine="packet"))
+    assert "engine" not in packet.to_dict()["run"]
+    fluid = validate(scenario(leaf_spine(2, 2, 2), {"kind": "permutation", "size": "1KB"}))
+    assert fluid.to_dict()["run"]["engine"] == "fluid"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"lb": {"scheme": "wcmp"}}, "lb.scheme = 'wcmp': not modelled by the fluid engine"),
+        (
+            {
+                "topology": leaf_spine(
+                    2, 2, 2, events=[{"link": ["leaf0", "spine0"], "action": "loss", "loss_rate": 0.01}]
+                )
+            },
+            "topology.events.action = 'loss': not modelled by the fluid engine",
+        ),
+    ],
+)
+def test_unmodelled_inputs_are_refused(change: dict[str, Any], message: str) -> None:
+    sc = {**scenario(leaf_spine(2, 2, 2), {"kind": "permutation", "size": "1KB"}), **change}
+    with pytest.raises(ScenarioError) as err:
+        run(sc)
+    assert len(err.value.lines) == 1 and err.value.lines[0].startswith(message)
+
+
+def test_quantum_bounds_the_error() -> None:
+    """Re-solving at most every q delays using freed capacity by < q per event: a q of 1 us moves
+    an ECMP permutation's completion by at most its solves x q."""
+    sc = scenario(leaf_spine(4, 4, 4), {"kind": "permutation", "size": "1MB"}, "ecmp")
+    exact = run(sc)
+    coarse = run({**sc, "run": {**sc["run"], "fluid_quantum": "1us"}})
+    assert coarse.summary["fluid.quantum_ps"] == 1_000_000
+    gap = coarse.summary["completion_ps"] - exact.summary["completion_ps"]
+    assert 0 <= gap <= exact.summary["fluid.solves"] * 1_000_000
+
+
+def test_l0_equals_fluid_on_phases_that_start_together() -> None:
+    """L0 (bytes per link / capacity) is exact where every flow of a phase starts at once and
+    the busiest link stays busy: a sprayed permutation and all-to-all."""
+    for workload in ({"kind": "permutation", "size": "1MB"}, {"kind": "all_to_all", "size": "100KB"}):
+        sc = scenario(leaf_spine(4, 4, 4), workload)
+        fluid = run(sc)
+        l0 = run({**sc, "run": {**sc["run"], "engine": "l0"}})
+        assert l0.summary["engine"] == "l0"
+        assert l0.summary["completion_ps"] == pytest.approx(fluid.summary["completion_ps"], rel=1e-6)
+
+
+def test_routes_after_reconvergence_are_the_packet_engines() -> None:
+    """After a link's reroute, both engines recompute the same equal-cost groups, so ECMP
+    re-hashes every flow onto the same new path."""
+    from spraylab.fluid.engine import _event_links
+
+    event = {"at": "1us", "link": ["leaf0", "spine0"], "action": "down", "convergence": "2us"}
+    sc = validate(
+        scenario(leaf_spine(4, 4, 2, events=[event]), {"kind": "permutation", "size": "10KB"}, "ecmp")
+    )
+    simulation = build(sc)
+    simulation.run(until_ps=5_000_000)  # past the reroute
+    fluid = prepare(sc)
+    ff = fluid.fabric
+    ff.routed_down.update(_event_links(ff, "leaf0", "spine0", None))
+    ff.compute_routes()
+    index = {id(p): i for i, p in enumerate(simulation.net.ports)}
+    for qp, spec, ent in zip(simulation.net.qps, fluid.flows, fluid.entropy):
+        packet = [index[id(p)] for p in trace_route(simulation.net, qp.src, qp.dst, qp.flow_hash).ports]
+        assert packet == ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent))
