@@ -1,0 +1,9 @@
+"""Studies as data: sweeps with labelled variants, claims judged against the store, and a page
+rendered from a template whose every number comes from the store (``spraylab study``)."""
+
+from spraylab.study.claims import Verdict, evaluate, evaluate_all
+from spraylab.study.data import StudyData
+from spraylab.study.definition import Claim, Study
+from spraylab.study.render import render
+
+__all__ = ["Claim", "Study", "StudyData", "Verdict", "evaluate", "evaluate_all", "render"]
