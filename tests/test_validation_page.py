@@ -16,7 +16,16 @@ def test_single_flow_check_matches_its_closed_form_and_renders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     page = tmp_path / "validation.md"
-    argv = ["spraylab", "validate", "--only", "single_flow", "--store", str(tmp_path / "store"), "--out", str(page)]
+    argv = [
+        "spraylab",
+        "validate",
+        "--only",
+        "single_flow",
+        "--store",
+        str(tmp_path / "store"),
+        "--out",
+        str(page),
+    ]
     monkeypatch.setattr("sys.argv", argv)
     with pytest.raises(SystemExit) as exit_info:
         main()
@@ -27,7 +36,9 @@ def test_single_flow_check_matches_its_closed_form_and_renders(
     assert text.startswith(GENERATED_MARK)
     assert "| `single-flow` |" in text and "**met**" in text
     # the simulated FCT and the closed form agree to the printed precision (to the picosecond)
-    rows = [line for line in text.splitlines() if line.startswith("| 64000 |") or line.startswith("| 16000000 |")]
+    rows = [
+        line for line in text.splitlines() if line.startswith("| 64000 |") or line.startswith("| 16000000 |")
+    ]
     assert len(rows) == 2
     for row in rows:
         cells = [c.strip() for c in row.strip("|").split("|")]

@@ -309,7 +309,7 @@ PeersInFlight = Annotated[int, AfterValidator(_check_peers_in_flight)]
 def _dump_without_default_window(model: BaseModel, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
     """The section's dump, without ``peers_in_flight`` when it is 0 (the default).
 
-    A dumped scenario identifies a run (store keys, tools/lb_report.py's --reuse), so leaving the
+    A dumped scenario identifies a run (store keys), so leaving the
     default out keeps every scenario written before the option existed the same run as before."""
     data = handler(model)
     if not getattr(model, "peers_in_flight", 0):

@@ -125,8 +125,12 @@ def _aggregate(claim: Claim, data: StudyData, points: list[PointData], unit: str
         b = None if r is None else claim.factor * r
         rn = f" (n={len(ref_points)})" if len(ref_points) > 1 else ""
         ratio = f"; ratio {a / r:.3f}" if a is not None and r else ""
-        factor = "" if claim.factor == 1 else f"{claim.factor:g} x "
-        ref_text = f" ({factor}{fmt(r, unit_of(metric))}{rn}{ratio})"
+        if claim.factor == 1 and ratio:
+            ratio = f" (ratio {a / r:.3f})" if a is not None and r else ""
+        if claim.factor == 1:
+            ref_text = f"{rn}{ratio}"
+        else:
+            ref_text = f" ({claim.factor:g} x {fmt(r, unit_of(metric))}{rn}{ratio})"
     if a is None or b is None:
         return Verdict(claim, None, "no value", Q(a, unit), Q(b, unit))
     met = _holds(claim, a, b)

@@ -127,7 +127,10 @@ def fmt(value: float | None, unit: str, digits: int | None = None) -> str:
     if unit == "bytes":
         for name, div in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
             if abs(v) >= div:
-                return f"{v / div:.{2 if digits is None else digits}f} {name}"
+                text = f"{v / div:.{2 if digits is None else digits}f}"
+                if digits is None and "." in text:
+                    text = text.rstrip("0").rstrip(".")
+                return f"{text} {name}"
         return f"{v:.0f} B"
     if unit == "pct":
         return f"{100 * v:.{1 if digits is None else digits}f}%"

@@ -7,7 +7,7 @@ template's literal text and in a study's prose fields (title, claim texts):
   Digits inside a name are words, not numbers (``RoCEv2``, ``Mixtral-8x7B``, ``top-2``, ``p99``),
   and a code span or block (a label ``dfs[B=64]/sr``, a file name, a command) is not prose;
 * in template expressions, a numeric constant other than 0 and 1 is refused unless it is a
-  keyword argument (``seed=2``, ``digits=1``), a column's ``"digits"`` or an index: a threshold or a formula belongs in a
+  keyword argument (``seed=2``, ``where={"run.seed": 2}``), a column's ``"digits"`` or an index: a threshold or a formula belongs in a
   claim or a registered metric, where it is data and named. A string constant with spaces is
   prose and follows the first rule.
 """
@@ -88,8 +88,10 @@ def check_template(source: str, name: str) -> list[str]:
             visit(node.node, False)
             visit(node.arg, True)
             return
+        # a keyword's selector literal (where={"run.seed": 2}, only=[1, 2]) keeps the allowance
+        literal = isinstance(node, (nodes.Dict, nodes.List, nodes.Tuple, nodes.Pair))
         for child in node.iter_child_nodes():
-            visit(child, False)
+            visit(child, allowed and literal)
 
     visit(tree, False)
     return problems

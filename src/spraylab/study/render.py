@@ -32,9 +32,31 @@ class RenderError(ValueError):
     """The template asked for something the study does not have (one line)."""
 
 
+HEADERS = {
+    "fct_p50_ps": "FCT p50",
+    "cnps": "CNPs",
+    "flows_completed": "flows done",
+    "flows": "flows",
+    "discards": "OOO discards",
+    "timeouts": "timeouts",
+    "drops_total": "drops (all causes)",
+    "retx_packets": "retransmissions",
+    "event_link_drops": "link drops",
+    "reorder_over_bound": "max reorder - B",
+    "psn_window_min": "B (min)",
+    "psn_window_max": "B (max)",
+    "receiver_max_queue_bytes": "bottleneck queue, max",
+    "pfc_pauses": "PFC pauses",
+}
+
+
 def _header(metric: str) -> str:
     from spraylab.report import METRIC_LABEL
 
+    if metric in HEADERS:
+        return HEADERS[metric]
+    if metric.startswith("lb."):
+        return metric.removeprefix("lb.").replace("_", " ")
     return METRIC_LABEL.get(metric, metric)
 
 
@@ -220,7 +242,7 @@ class Page:
         for v in self.mine(prefix):
             text = f"{v.claim.text}: " if v.claim.text else ""
             rows.append([f"`{v.claim.id}`", f"{text}{criterion(v.claim)}", v.measured, f"**{v.word}**"])
-        return _md_table(["claim", "criterion", "measured", "verdict"], rows)
+        return _md_table(["claim", "criterion", "measured", "verdict"], rows, left=4)
 
     def unmet(self, prefix: str = "") -> list[Verdict]:
         return [v for v in self.mine(prefix) if v.met is not True]
@@ -259,7 +281,7 @@ class Page:
                     "; ".join([*other, "seeds " + " or ".join(per)]),
                 ]
             )
-        return _md_table(["sweep", "base scenario", "variants", "axes"], rows)
+        return _md_table(["sweep", "base scenario", "variants", "axes"], rows, left=4)
 
     def _base_name(self, s: Any) -> str:
         return _relpath(s.base_file) if s.base_file is not None else str(s.sweep.base.get("name", "inline"))
