@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from spraylab.cli import main
-from spraylab.config import ScenarioError
 from spraylab.study.claims import evaluate
 from spraylab.study.data import StudyData
 from spraylab.study.definition import Study
