@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from spraylab.cli import main
+from spraylab.config import ScenarioError
 from spraylab.study.claims import evaluate
 from spraylab.study.data import StudyData
 from spraylab.study.definition import Study
@@ -317,3 +318,21 @@ def test_tiny_study_runs_renders_and_reuses_the_store(
     mine.write_text("my notes\n")
     assert run_cli(monkeypatch, "study", "render", str(store), "--page", str(mine)) == 2
     assert mine.read_text() == "my notes\n"
+
+
+def test_a_plain_sweep_takes_a_variant_axis(tmp_path: Path) -> None:
+    from spraylab.sweep import Sweep
+
+    data = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
+            "workload": {"kind": "permutation", "size": "64KB"},
+            "axes": {"variant": ["ecmp/gbn", "dfs[B=64,loss=dfs]/sr"], "run.seed": [1, 2]}}  # fmt: skip
+    sweep = Sweep.from_dict(data)
+    dfs = [p.scenario for p in sweep.points if p.values["variant"].startswith("dfs")]
+    assert len(dfs) == 2
+    assert dfs[0].lb.params == {"reorder_bound_packets": 64, "loss_detection": "dfs"}
+    assert dfs[0].transport.recovery == "sr"
+    with pytest.raises(ScenarioError) as exc:
+        Sweep.from_dict({**data, "axes": {"variant": ["ecmp/gbn", "dfs[B=64/sr"]}})
+    assert exc.value.lines == [
+        "axes.variant = 'dfs[B=64/sr': parameters go in brackets, e.g. dfs[reorder_bound_packets=128]"
+    ]

@@ -429,7 +429,10 @@ def list_command() -> None:
 
 @app.command("sweep")
 def sweep_command(
-    sweep: Annotated[Path, typer.Argument(help="Sweep TOML file: a base scenario plus [axes]")],
+    sweep: Annotated[
+        Path,
+        typer.Argument(help="Sweep TOML file: a base scenario plus [axes]; or a study file (spraylab study)"),
+    ],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Results store directory (default out/sweep-NAME)")
     ] = None,

@@ -61,11 +61,9 @@ def criterion(claim: Claim) -> str:
             where = f"{where} ({ref.sweep})"
         rstat = "" if claim.statistic == "each" or ref.of is None else f"{claim.statistic} "
         rhs = f"{factor}{rstat}{metric} of {where}"
-    tol = (
-        f" (within {fmt(claim.tolerance, unit_of(claim.metric))})"
-        if claim.tolerance and claim.compare in ("==", "!=")
-        else ""
-    )
+    unit = unit_of(claim.metric)
+    tolerance = f"{claim.tolerance:g} ps" if unit == "ps" else fmt(claim.tolerance, unit)
+    tol = f" (within {tolerance})" if claim.tolerance and claim.compare in ("==", "!=") else ""
     return f"{lhs} {claim.compare} {rhs}{tol}"
 
 
@@ -174,6 +172,8 @@ def _each(claim: Claim, data: StudyData, points: list[PointData], unit: str) -> 
     passed = sum(_holds(claim, v, b) for _, v, b in bounds)
     worst, v, b = min(bounds, key=lambda t: _margin(claim, t[1], t[2]))
     fixed = set(claim.of.as_dict())
+    axes = data.study.sweeps[worst.sweep].axes
+    fixed |= {k for k, values in axes.items() if len(values) == 1}  # nothing to tell apart
     where = worst.label(skip=tuple(fixed)) or worst.sweep
     if len(data.study.sweeps) > 1 and len(claim.sweeps) > 1:
         where = f"{worst.sweep} {where}"

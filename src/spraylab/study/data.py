@@ -66,6 +66,13 @@ class PointData:
                 )
         return self._cache["summary"]
 
+    def timing(self) -> dict[str, Any]:
+        if not self.ok:
+            raise Missing(self.key)
+        if self.analysis is not None:
+            return {"wall_s": self.analysis.get("wall_s", 0.0)}
+        return json.loads((self.root / "runs" / self.key / "timing.json").read_text())
+
     def result(self) -> Any:
         if not self.ok or self.analysis is not None:
             raise Missing(self.key)

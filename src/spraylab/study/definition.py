@@ -53,7 +53,8 @@ from typing import Any
 from spraylab.config import ScenarioError, read_toml
 from spraylab.sweep import SEED_AXIS, VARIANT_AXIS, Point, Sweep, build_points
 
-STUDY_KEYS = ("name", "title", "template", "profiles", "sweep", "claim")
+STUDY_KEYS = ("name", "title", "template", "profiles", "sweep", "claim", "references")
+UNITS = ("ps", "bps", "bytes", "pct", "change", "x", "count", "float")
 SWEEP_KEYS = (
     "name",
     "base",
@@ -145,6 +146,24 @@ class Claim:
     if_not_met: str = ""
 
 
+@dataclass(frozen=True)
+class Reference_:
+    """A number from the literature the page compares with (``[references.NAME]``): a value or
+    a range, its unit and its source. It is data of the study, shown as such, never a result."""
+
+    low: float
+    high: float
+    unit: str
+    source: str
+
+    def __str__(self) -> str:
+        from spraylab.study.metrics import fmt
+
+        if self.low == self.high:
+            return f"{fmt(self.low, self.unit)} ({self.source})"
+        return f"{fmt(self.low, self.unit)} to {fmt(self.high, self.unit)} ({self.source})"
+
+
 @dataclass
 class Study:
     name: str
@@ -154,6 +173,7 @@ class Study:
     sweeps: dict[str, StudySweep]
     claims: list[Claim]
     profile: str | None = None
+    references: dict[str, Reference_] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path, profile: str | None = None) -> Study:
@@ -239,7 +259,9 @@ def from_dict(data: dict[str, Any], source: Path, profile: str | None = None) ->
         if any(c.id == claim.id for c in claims):
             raise _err(where, f"claim[{i}].id", claim.id, "repeated; every claim needs its own id")
         claims.append(claim)
+    references = _references(data.get("references", {}), where)
     study = Study(
+        references=references,
         name=data.get("name") or source.stem,
         title=data.get("title") or data.get("name") or source.stem,
         source=source,
@@ -252,6 +274,28 @@ def from_dict(data: dict[str, Any], source: Path, profile: str | None = None) ->
 
     check_study(study)
     return study
+
+
+def _references(raw: Any, where: str) -> dict[str, Reference_]:
+    if not isinstance(raw, dict):
+        raise _err(where, "references", raw, "must be a table of name = {value or low/high, unit, source}")
+    out = {}
+    for name, item in raw.items():
+        here = f"{where}references.{name}."
+        if not isinstance(item, dict) or not set(item) <= {"value", "low", "high", "unit", "source"}:
+            raise _err(where, f"references.{name}", item, "give value (or low and high), unit and source")
+        if not isinstance(item.get("source"), str) or not item["source"]:
+            raise _err(here, "source", item.get("source"), "required: where the number comes from")
+        if item.get("unit") not in UNITS:
+            raise _err(here, "unit", item.get("unit"), f"allowed: {', '.join(UNITS)}")
+        if "value" in item:
+            low = high = _number(item, "value", here, None)
+        else:
+            low, high = _number(item, "low", here, None), _number(item, "high", here, None)
+        if low is None or high is None:
+            raise ScenarioError([f"{here}value: missing; give value, or low and high"])
+        out[name] = Reference_(low, high, item["unit"], item["source"])
+    return out
 
 
 def _sweep_profile_names(data: dict[str, Any]) -> set[str]:

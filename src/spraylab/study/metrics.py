@@ -184,6 +184,12 @@ def _reorder_over_bound(point: Any, arg: str | None) -> float | None:
     return None if bounded.empty else float((bounded["max_reorder"] - bounded["psn_window"]).max())
 
 
+@metric("wall_s", "float")
+def _wall(point: Any, arg: str | None) -> float | None:
+    """Wall-clock seconds the run took (its timing record, not its deterministic summary)."""
+    return float(point.timing().get("wall_s", 0.0))
+
+
 @metric("psn_window_min", "count")
 def _psn_min(point: Any, arg: str | None) -> float | None:
     """Smallest PSN window (DFS's B) of a bounded flow."""
