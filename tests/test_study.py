@@ -105,6 +105,11 @@ BAD_STUDIES = [
         base_study().replace('template = "page.md.j2"', 'template = "missing.j2"'),
         "template = 'missing.j2': no such file",
     ),
+    (
+        'name = "s"\ntemplate = "page.md.j2"\n[references.paper]\nvalue = 0.2\nunit = "percent"\nsource = "a paper"\n'
+        + base_study().split("\n", 2)[2],
+        "references.paper.unit = 'percent': allowed: ps, bps",
+    ),
 ]
 
 
