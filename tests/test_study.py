@@ -341,3 +341,13 @@ def test_a_plain_sweep_takes_a_variant_axis(tmp_path: Path) -> None:
     assert exc.value.lines == [
         "axes.variant = 'dfs[B=64/sr': parameters go in brackets, e.g. dfs[reorder_bound_packets=128]"
     ]
+
+
+def test_an_unknown_metric_is_one_line_at_render(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from spraylab.study import render as render_module
+
+    data = synthetic(tmp_path, claim("c", metric="no_such_metric", of="ecmp/sr", compare="<", value=1))
+    monkeypatch.setattr(render_module, "StudyData", lambda study, root: data)
+    with pytest.raises(render_module.RenderError) as exc:
+        render_module.render(data.study, tmp_path / "empty-store")
+    assert "metric 'no_such_metric'" in str(exc.value) and "\n" not in str(exc.value)

@@ -4,6 +4,5 @@ rendered from a template whose every number comes from the store (``spraylab stu
 from spraylab.study.claims import Verdict, evaluate, evaluate_all
 from spraylab.study.data import StudyData
 from spraylab.study.definition import Claim, Study
-from spraylab.study.render import render
 
-__all__ = ["Claim", "Study", "StudyData", "Verdict", "evaluate", "evaluate_all", "render"]
+__all__ = ["Claim", "Study", "StudyData", "Verdict", "evaluate", "evaluate_all"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from spraylab.study.claims import Verdict, criterion, evaluate_all
-from spraylab.study.data import SWEEP_AXIS, Missing, PointData, StudyData, matches, reduce
+from spraylab.study.data import SWEEP_AXIS, MetricError, Missing, PointData, StudyData, matches, reduce
 from spraylab.study.definition import Study
 from spraylab.study.metrics import COMPUTE, Q, fmt, unit_of
 from spraylab.sweep import SEED_AXIS, VARIANT_AXIS, value_label
@@ -383,7 +383,10 @@ def render(study: Study, root: Path, source_note: str = "") -> tuple[str, list[V
     from jinja2.exceptions import TemplateError, UndefinedError
 
     data = StudyData(study, root)
-    verdicts = evaluate_all(data)
+    try:
+        verdicts = evaluate_all(data)
+    except MetricError as exc:
+        raise RenderError(f"{study.source}: {exc}") from None
     page = Page(data, verdicts)
     env = Environment(
         loader=FileSystemLoader(str(study.template.parent)),
@@ -439,6 +442,8 @@ def render(study: Study, root: Path, source_note: str = "") -> tuple[str, list[V
     except UndefinedError as exc:
         raise RenderError(f"{study.template}: {exc.message}") from None
     except TemplateError as exc:
+        raise RenderError(f"{study.template}: {exc}") from None
+    except MetricError as exc:
         raise RenderError(f"{study.template}: {exc}") from None
     except KeyError as exc:
         raise RenderError(f"{study.template}: {exc}") from None
