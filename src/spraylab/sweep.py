@@ -115,9 +115,7 @@ class Sweep:
         for key in ("name", "base", "baseline"):
             if key in data and not isinstance(data[key], str):
                 raise ScenarioError([f"{where}{key} = {data[key]!r}: must be a string"])
-        base = _load_base(data.get("base"), base_dir or Path("."), where)
-        inline = {k: v for k, v in data.items() if k in Scenario.model_fields}
-        base = deep_merge(base, inline)
+        base = merged_base(data, base_dir or Path("."), where)
         axes = _check_axes(data.get("axes"), where)
         run = base.get("run")
         allow_large = allow_large or (isinstance(run, dict) and run.get("allow_large") is True)
@@ -175,6 +173,13 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def merged_base(data: dict[str, Any], base_dir: Path, where: str = "") -> dict[str, Any]:
+    """The raw base scenario of a sweep definition: its ``base`` file or preset with the inline
+    scenario sections merged over it."""
+    base = _load_base(data.get("base"), base_dir, where)
+    return deep_merge(base, {k: v for k, v in data.items() if k in Scenario.model_fields})
 
 
 def _load_base(base: str | None, base_dir: Path, where: str) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from spraylab.config import ScenarioError, read_toml
-from spraylab.sweep import SEED_AXIS, VARIANT_AXIS, Point, Sweep, build_points
+from spraylab.sweep import SEED_AXIS, VARIANT_AXIS, Point, Sweep, build_points, merged_base
 
 STUDY_KEYS = ("name", "title", "template", "profiles", "sweep", "claim", "references")
 UNITS = ("ps", "bps", "bytes", "pct", "change", "x", "count", "float")
@@ -395,9 +395,6 @@ def _sweep(
         raise _err(here, "profiles", own_profiles, "must be a table of named override tables")
     if profile:
         overrides.update(own_profiles.get(profile, {}))
-    sweep_data: dict[str, Any] = {
-        k: v for k, v in raw.items() if k in ("base", "baseline", *_scenario_sections())
-    }
     axes: dict[str, list[Any]] = {}
     if variants:
         axes[VARIANT_AXIS] = [label for label, _ in variants]
@@ -405,14 +402,12 @@ def _sweep(
     seed_axis = other.get(SEED_AXIS)
     all_seeds = sorted({s for _, vs in variants for s in (vs or seeds)}) if variants else (seed_axis or seeds)
     axes[SEED_AXIS] = list(all_seeds)
-    sweep_data["name"] = name
-    sweep_data["axes"] = axes
+    if "base" in raw and not isinstance(raw["base"], str):
+        raise _err(
+            here, "base", raw["base"], "must be a scenario file (relative to the study) or a preset name"
+        )
+    base = merged_base(raw, source.parent, here)
     # Profile overrides go into the base (they change the scenario, so they change the key).
-    base_sweep = Sweep.from_dict(
-        {**sweep_data, "axes": {SEED_AXIS: [all_seeds[0]]}}, source=f"{source}", base_dir=source.parent,
-        default_name=name,
-    )  # fmt: skip
-    base = base_sweep.base
     from spraylab.config import apply_override
 
     for key, value in overrides.items():
@@ -431,8 +426,10 @@ def _sweep(
                 combos.append(((label,) if label is not None else ()) + tuple(rest) + (seed,))
     from spraylab.budget import check_sweep_points
 
-    check_sweep_points(len(combos), here, False)
-    points: list[Point] = build_points(base, axes, here, False, combos)
+    run = base.get("run")
+    allow_large = isinstance(run, dict) and run.get("allow_large") is True
+    check_sweep_points(len(combos), here, allow_large)
+    points: list[Point] = build_points(base, axes, here, allow_large, combos)
     sweep = Sweep(
         name=name, base=base, axes=axes, points=points, source=str(source), baseline=raw.get("baseline")
     )
