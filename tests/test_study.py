@@ -351,3 +351,26 @@ def test_an_unknown_metric_is_one_line_at_render(tmp_path: Path, monkeypatch: py
     with pytest.raises(render_module.RenderError) as exc:
         render_module.render(data.study, tmp_path / "empty-store")
     assert "metric 'no_such_metric'" in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_a_rail_spray_point_is_keyed_as_it_runs() -> None:
+    """``rail_spray`` under ECMP runs as ``rps`` and its result records that scenario: the point
+    must be keyed the same, or the sweep would reject every such run as another scenario."""
+    from spraylab.executors import execute
+    from spraylab.store import scenario_key
+    from spraylab.sweep import Sweep
+
+    sweep = Sweep.from_dict(
+        {
+            "topology": {"kind": "rail", "servers": 2, "gpus_per_server": 2, "spines": 2},
+            "switch": {"lossless": True},
+            "transport": {"cc": "none", "recovery": "ideal"},
+            "workload": {"kind": "rail_alltoall", "size": "8KB"},
+            "axes": {"workload.strategy": ["rail_local", "rail_spray"]},
+        }
+    )
+    local, spray = sweep.points
+    assert (local.scenario.lb.scheme, spray.scenario.lb.scheme) == ("ecmp", "rps")
+    outcome = execute(spray.scenario.to_dict())
+    assert outcome.result is not None
+    assert scenario_key(outcome.result.scenario) == spray.key

@@ -271,8 +271,12 @@ def apply_axes(base: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
 
 def normalize(scenario: Scenario) -> Scenario:
     """Settings that do not change a run's result are fixed, so they do not change its key.
-    (``run.allow_large`` is honoured when the points are checked, before this.)"""
-    data = scenario.to_dict()
+    (``run.allow_large`` is honoured when the points are checked, before this.) A scenario the
+    run itself rewrites is keyed as it runs: strategy ``rail_spray`` under ECMP runs as ``rps``
+    (:func:`spraylab.workload.rail_strategies.lb_override`), and its result records that scenario."""
+    from spraylab.workload.rail_strategies import lb_override
+
+    data = lb_override(scenario).to_dict()
     data["run"]["progress"] = False
     data["run"].pop("allow_large", None)
     data["output"]["dir"] = ""

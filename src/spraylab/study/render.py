@@ -413,6 +413,7 @@ def render(study: Study, root: Path, source_note: str = "") -> tuple[str, list[V
         name: getattr(page, name)
         for name in (
             "axis",
+            "reference",
             "ratios",
             "value",
             "table",
