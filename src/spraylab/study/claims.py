@@ -171,7 +171,7 @@ def _each(claim: Claim, data: StudyData, points: list[PointData], unit: str) -> 
         return Verdict(claim, None, "no point has both a value and a reference", Q(None, unit), Q(None, unit))
     passed = sum(_holds(claim, v, b) for _, v, b in bounds)
     worst, v, b = min(bounds, key=lambda t: _margin(claim, t[1], t[2]))
-    fixed = set(claim.of.as_dict())
+    fixed = {k for k, v in claim.of.as_dict().items() if not isinstance(v, tuple)}  # one value: implied
     axes = data.study.sweeps[worst.sweep].axes
     fixed |= {k for k, values in axes.items() if len(values) == 1}  # nothing to tell apart
     where = worst.label(skip=tuple(fixed)) or worst.sweep
