@@ -56,9 +56,35 @@ HEADERS = {
 }
 
 
+NAME_HEADERS = {  # registered metrics and summary families, by name before any [arg]
+    "cct_ps": "CCT",
+    "busbw_bps": "busbw",
+    "rails_t_star_ps": "T*",
+    "rails_nic_bound_ps": "NIC bound",
+    "rails_chunks_per_server": "chunks per server",
+    "nvlink_port_time_ps": "busiest NVLink port",
+    "expert_compute_ps": "expert compute",
+    "other_compute_ps": "other compute",
+    "iteration_ps": "iteration",
+    "alltoall_share": "all-to-all share",
+    "t_star_ps": "T*",
+    "planned_ps": "plan",
+    "base_rtt_ps": "base RTT",
+    "chi_square": "chi-square",
+    "p_value": "p-value",
+}
+
+
 def _header(metric: str) -> str:
     from spraylab.report import METRIC_LABEL
 
+    tokens = metric.split()
+    if len(tokens) > 1:  # an expression: each metric by its header
+        return " ".join(t if i % 2 else _header(t) for i, t in enumerate(tokens))
+    name, _, arg = metric.partition("[")
+    if metric not in HEADERS and metric not in METRIC_LABEL and name in NAME_HEADERS:
+        arg = arg.removesuffix("]").split(":")[-1]  # cct_ps[0:moe:dispatch] -> CCT dispatch
+        return f"{NAME_HEADERS[name]} {arg}".strip()
     if metric in HEADERS:
         return HEADERS[metric]
     if metric.startswith("lb."):
