@@ -153,70 +153,20 @@ def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
     return scenario.with_overrides(overrides) if overrides else scenario
 
 
-def _split_variants(spec: str) -> list[str]:
-    """Split on commas that are not inside ``[...]`` parameter lists."""
-    items, depth, current = [], 0, ""
-    for char in spec:
-        depth += {"[": 1, "]": -1}.get(char, 0)
-        if char == "," and depth == 0:
-            items.append(current.strip())
-            current = ""
-        else:
-            current += char
-    items.append(current.strip())
-    return [item for item in items if item]
-
-
 def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
-    """``ecmp,rps/ideal,dfs[reorder_bound_packets=128]/sr`` → labelled overrides: a scheme, its
-    parameters in brackets (``key=value``, comma-separated) and ``/RECOVERY`` for the RNIC mode."""
-    from spraylab.lb.base import REGISTRY, load_builtin_schemes
+    """``ecmp,rps/ideal,dfs[B=128]/sr`` → labelled overrides (:mod:`spraylab.variants`)."""
+    from spraylab import variants
 
-    load_builtin_schemes()
-    variants = []
-    for item in _split_variants(spec):
-        close = item.find("]") + 1  # 0 when there are no parameters
-        head, _, recovery = item[close:].partition("/")
-        scheme, _, param_text = (item[:close] + head).partition("[")
-        if scheme not in REGISTRY:
-            raise UsageError(
-                f"--lb {item!r}: unknown scheme {scheme!r}; allowed: {', '.join(sorted(REGISTRY))}"
-            )
-        params: dict[str, Any] = {}
-        if param_text:
-            if not param_text.endswith("]"):
-                raise UsageError(
-                    f"--lb {item!r}: parameters go in brackets, e.g. dfs[reorder_bound_packets=128]"
-                )
-            params = parse_overrides([p for p in param_text[:-1].split(",") if p.strip()])
-        overrides: dict[str, Any] = {"lb": {"scheme": scheme, **params}}
-        if recovery:
-            from spraylab.transport import recovery_names
-
-            if recovery not in recovery_names():
-                allowed = ", ".join(recovery_names())
-                raise UsageError(f"--lb {item!r}: unknown recovery {recovery!r}; allowed: {allowed}")
-            overrides["transport.recovery"] = recovery
-        variants.append((item, overrides))
-    if not variants:
-        raise UsageError("--lb: give at least one scheme, e.g. --lb ecmp,rps")
-    return variants
+    try:
+        return variants.parse_variants(spec)
+    except variants.VariantError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def variant_scenario(base: Scenario, overrides: dict[str, Any]) -> Scenario:
-    """The base scenario with a variant's scheme, parameters and recovery mode. The base's
-    scheme parameters carry over only to the same scheme; another starts from its defaults."""
-    from spraylab.config import set_dotted, validate
+    from spraylab.variants import variant_scenario as apply
 
-    data = base.to_dict()
-    lb = overrides.get("lb")
-    if lb is not None:
-        kept = data["lb"] if data["lb"].get("scheme") == lb["scheme"] else {}
-        data["lb"] = {**kept, **lb}
-    for key, value in overrides.items():
-        if key != "lb":
-            set_dotted(data, key, value)
-    return validate(data)
+    return apply(base, overrides)
 
 
 # --- output -------------------------------------------------------------------------
@@ -561,7 +511,7 @@ def validate_command(
     out: Annotated[
         Path | None,
         typer.Option(
-            "--out", "-o", help="Write the page here (e.g. docs/validation.md); default: print the tables"
+            "--out", "-o", help="Write the page here (e.g. docs/validation.md); default: print the verdicts"
         ),
     ] = None,
     only: Annotated[
@@ -572,43 +522,18 @@ def validate_command(
         ),
     ] = None,
     quick: Annotated[
-        bool, typer.Option("--quick", help="Fewer and smaller cases (minutes instead of a quarter hour)")
+        bool, typer.Option("--quick", help="Fewer and smaller cases (the study's profile quick)")
     ] = False,
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="Study store to run into (default out/study-validation[-quick])"),
+    ] = None,
 ) -> None:
-    """Run the simulator against closed-form truths and its targets (DCQCN, hash, RailS) and
-    write the validation page. Exit code 1 if a judged case misses its target."""
-    from spraylab import provenance, validation
+    """Run the packaged validation study (the simulator against closed-form truths and its
+    targets: DCQCN, hash, RailS) and render the validation page. Exit code 1 if a claim is not met."""
+    from spraylab.study.command import validate
 
-    names = _split(only)
-    for name in names or []:
-        if name not in validation.CHECK_NAMES:
-            raise UsageError(f"--only {name!r}: unknown check; allowed: {', '.join(validation.CHECK_NAMES)}")
-    if out is not None and (
-        out.is_dir()
-        or (out.exists() and not out.read_text(errors="replace").startswith(validation.GENERATED_MARK))
-    ):
-        raise UsageError(
-            f"--out {out}: exists and is not a page spraylab validate wrote; refusing to overwrite it"
-        )
-
-    def show(check: validation.Check) -> None:
-        for r in check.rows:
-            verdict = "reported" if r.met is None else ("met" if r.met else "NOT MET")
-            console.print(
-                f"{check.title}: {r.case}: {r.simulated} vs {r.truth} [{verdict}]",
-                markup=False,
-                highlight=False,
-            )
-
-    checks = validation.run_checks(names, quick, show)
-    if out is not None:
-        page = validation.render(checks, provenance.version(), quick)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(page)
-        tmp.replace(out)
-        console.print(f"validation page written to {out}", highlight=False)
-    if any(r.met is False for c in checks for r in c.rows):
-        sys.exit(1)
+    validate(out, _split(only), quick, store)
 
 
 @app.command("list")
@@ -680,7 +605,10 @@ def _first_comment(path: Path) -> str:
 
 @app.command("sweep")
 def sweep_command(
-    sweep: Annotated[Path, typer.Argument(help="Sweep TOML file: a base scenario plus [axes]")],
+    sweep: Annotated[
+        Path,
+        typer.Argument(help="Sweep TOML file: a base scenario plus [axes]; or a study file (spraylab study)"),
+    ],
     out: Annotated[
         Path | None, typer.Option("--out", "-o", help="Results store directory (default out/sweep-NAME)")
     ] = None,
@@ -719,9 +647,14 @@ def sweep_command(
     from spraylab.executors import EXECUTORS, ExecutorError
     from spraylab.output import check_target
     from spraylab.store import Store, StoreError, StoreLocked
+    from spraylab.study.command import is_study_file
+    from spraylab.study.command import run as run_study
     from spraylab.sweep import Sweep, plan, run_sweep
     from spraylab.sweep_progress import SweepProgress
 
+    if is_study_file(sweep):  # a study: its sweeps into one store (spraylab study run)
+        run_study(sweep, out, jobs, executor, address, force, dry_run, progress, reuse_other_versions, None)
+        return
     if executor not in EXECUTORS:
         raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
     if address and executor != "ray":
@@ -955,6 +888,15 @@ def view_command(
     except ViewError as exc:
         raise UsageError(str(exc)) from None
     console.print(f"{page} written", highlight=False)
+
+
+def _add_study_commands() -> None:
+    from spraylab.study.command import study_app
+
+    app.add_typer(study_app, name="study")
+
+
+_add_study_commands()
 
 
 def _error(message: str) -> None:

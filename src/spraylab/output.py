@@ -21,8 +21,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 MARKER = ".spraylab"
-Kind = Literal["run", "compare", "report", "sweep"]
-KIND_TEXT = {"run": "run result", "compare": "comparison", "report": "report", "sweep": "sweep results store"}
+Kind = Literal["run", "compare", "report", "sweep", "study"]
+KIND_TEXT = {
+    "run": "run result",
+    "compare": "comparison",
+    "report": "report",
+    "sweep": "sweep results store",
+    "study": "study results store",
+}
 
 
 class OutputError(Exception):
@@ -80,7 +86,11 @@ def check_target(path: Path, kind: Kind, option: str = "--out") -> None:
         raise OutputError(
             f"{option} {path}: is a file, not a directory; give a directory for the {KIND_TEXT[kind]}"
         )
-    if kind != "sweep" and path.is_dir() and Path.cwd().resolve().is_relative_to(path.resolve()):
+    if (
+        kind not in ("sweep", "study")
+        and path.is_dir()
+        and Path.cwd().resolve().is_relative_to(path.resolve())
+    ):
         # a result replaces its directory, which would pull it from under the shell standing in it
         raise OutputError(f"{option} {path}: is the current directory (or holds it); give a subdirectory")
     if not path.is_dir() or not any(path.iterdir()):

@@ -14,6 +14,9 @@ A sweep file is TOML::
     "workload.load" = [0.3, 0.6]
     "run.seed" = [1, 2, 3]
 
+The axis ``variant`` takes variant labels (:mod:`spraylab.variants`: ``"dfs[B=64]/sr"`` is DFS with
+``reorder_bound_packets = 64`` over selective-repeat RNICs), applied before the other axes.
+
 An axis value may be a table that replaces a whole section (``lb = [{scheme = "ecmp"},
 {scheme = "dfs", max_paths = 4}]``) or a list (``"topology.events" = [[], [{...}]]``). When an
 axis sets ``lb.scheme``, the base's other ``lb`` parameters carry over only where the new scheme
@@ -47,6 +50,7 @@ from spraylab.store import RESULT_STATUSES, Store, StoreError, scenario_key
 
 SWEEP_KEYS = ("name", "base", "baseline", "axes")
 SEED_AXIS = "run.seed"
+VARIANT_AXIS = "variant"  # labelled overrides, see spraylab.variants
 
 
 # --- definition ---------------------------------------------------------------------------
@@ -114,14 +118,7 @@ class Sweep:
         for key in ("name", "base", "baseline"):
             if key in data and not isinstance(data[key], str):
                 raise ScenarioError([f"{where}{key} = {data[key]!r}: must be a string"])
-        base = _load_base(data.get("base"), base_dir or Path("."), where)
-        from spraylab.files import absolutize
-
-        # files named in the sweep itself are relative to the sweep file
-        inline = absolutize(
-            {k: v for k, v in data.items() if k in Scenario.model_fields}, base_dir or Path(".")
-        )
-        base = deep_merge(base, inline)
+        base = merged_base(data, base_dir or Path("."), where)
         axes = _check_axes(data.get("axes"), where)
         run = base.get("run")
         allow_large = allow_large or (isinstance(run, dict) and run.get("allow_large") is True)
@@ -181,6 +178,18 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def merged_base(data: dict[str, Any], base_dir: Path, where: str = "") -> dict[str, Any]:
+    """The raw base scenario of a sweep definition: its ``base`` file or preset with the inline
+    scenario sections merged over it."""
+    from spraylab.files import absolutize
+
+    base = _load_base(data.get("base"), base_dir, where)
+    # files named in the sweep itself are relative to the sweep file
+    return deep_merge(
+        base, absolutize({k: v for k, v in data.items() if k in Scenario.model_fields}, base_dir)
+    )
+
+
 def _load_base(base: str | None, base_dir: Path, where: str) -> dict[str, Any]:
     if base is None:
         return {}
@@ -210,7 +219,11 @@ def _check_axes(axes: Any, where: str) -> dict[str, list[Any]]:
     out: dict[str, list[Any]] = {}
     for key, values in _flatten_axes(axes):
         section = key.split(".")[0]
-        if section not in Scenario.model_fields:
+        if key == VARIANT_AXIS:
+            problems.extend(_check_variants(values, where))
+            if isinstance(values, list) and values:
+                out[key] = values
+        elif section not in Scenario.model_fields:
             problems.append(
                 f"{where}axes.{key}: unknown section {section!r}; allowed: {', '.join(Scenario.model_fields)}"
             )
@@ -223,6 +236,24 @@ def _check_axes(axes: Any, where: str) -> dict[str, list[Any]]:
     if problems:
         raise ScenarioError(problems)
     return out
+
+
+def _check_variants(values: Any, where: str) -> list[str]:
+    from spraylab.variants import VariantError, parse_variant
+
+    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+        return [
+            f'{where}axes.variant = {values!r}: must be a non-empty list of labels, e.g. ["ecmp/sr", "dfs[B=64]/sr"]'
+        ]
+    problems = []
+    for value in values:
+        try:
+            parse_variant(value, f"{where}axes.variant =")
+        except VariantError as exc:
+            problems.append(str(exc))
+    if len(set(values)) != len(values):
+        problems.append(f"{where}axes.variant = {values!r}: repeated value")
+    return problems
 
 
 def _flatten_axes(axes: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -239,15 +270,24 @@ def _flatten_axes(axes: dict[str, Any], prefix: str = "") -> list[tuple[str, Any
 def apply_axes(base: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """The raw scenario of one point: the base with the axis values set."""
     data = copy.deepcopy(base)
+    if VARIANT_AXIS in values:
+        from spraylab.variants import apply_variant, parse_variant
+
+        data = apply_variant(data, parse_variant(values[VARIANT_AXIS]))
     for key, value in values.items():
-        apply_override(data, key, copy.deepcopy(value))
+        if key != VARIANT_AXIS:
+            apply_override(data, key, copy.deepcopy(value))
     return data
 
 
 def normalize(scenario: Scenario) -> Scenario:
     """Settings that do not change a run's result are fixed, so they do not change its key.
-    (``run.allow_large`` is honoured when the points are checked, before this.)"""
-    data = scenario.to_dict()
+    (``run.allow_large`` is honoured when the points are checked, before this.) A scenario the
+    run itself rewrites is keyed as it runs: strategy ``rail_spray`` under ECMP runs as ``rps``
+    (:func:`spraylab.workload.rail_strategies.lb_override`), and its result records that scenario."""
+    from spraylab.workload.rail_strategies import lb_override
+
+    data = lb_override(scenario).to_dict()
     data["run"]["progress"] = False
     data["run"].pop("allow_large", None)
     data["output"]["dir"] = ""
@@ -255,16 +295,21 @@ def normalize(scenario: Scenario) -> Scenario:
 
 
 def build_points(
-    base: dict[str, Any], axes: dict[str, list[Any]], where: str = "", allow_large: bool = False
+    base: dict[str, Any],
+    axes: dict[str, list[Any]],
+    where: str = "",
+    allow_large: bool = False,
+    combos: list[tuple[Any, ...]] | None = None,
 ) -> list[Point]:
-    """Validate every point of the product; one error line per problem, attributed to the base
-    scenario or to an axis value when that alone explains it, else to the point. Then the size
-    guard on every point: one line for the first point beyond it, with the count of the others."""
+    """Validate every point of the product (or of ``combos``, value tuples in axis order: a
+    study's per-variant seeds are not a product); one error line per problem, attributed to the
+    base scenario or to an axis value when that alone explains it, else to the point. Then the
+    size guard on every point: one line for the first point beyond it, with the count of the others."""
     points: list[Point] = []
     failures: list[tuple[dict[str, Any], list[str]]] = []
     too_large: list[tuple[dict[str, Any], str]] = []
     keys = list(axes)
-    for i, combo in enumerate(itertools.product(*axes.values())):
+    for i, combo in enumerate(itertools.product(*axes.values()) if combos is None else combos):
         values = dict(zip(keys, combo))
         try:
             scenario = validate(apply_axes(base, values))

@@ -31,6 +31,8 @@ class LoadBalancer:
     where: ClassVar[str] = ""  # "switch", "sender", "tor" (for listings)
     summary: ClassVar[str] = ""
     Params: ClassVar[type[LbParams]] = LbParams
+    # short parameter names accepted in variant labels (``dfs[B=64]``): alias → field of Params
+    param_aliases: ClassVar[dict[str, str]] = {}
 
     def __init__(self, params: LbParams | None = None) -> None:
         self.params = params if params is not None else self.Params()

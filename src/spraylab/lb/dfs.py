@@ -228,6 +228,7 @@ class DynamicFlowSpraying(LoadBalancer):
     where = "sender"
     summary = "sender spraying over up to K adaptive entropies with a hard B-packet reorder bound"
     Params = DfsParams
+    param_aliases = {"B": "reorder_bound_packets", "loss": "loss_detection"}
 
     def __init__(self, params: LbParams | None = None) -> None:
         super().__init__(params)

@@ -1,0 +1,65 @@
+"""Analyses: named computations a study sweeps like simulations (``analysis = "name"``).
+
+Some truths are not a scenario run: the joint uplink choice of many random entropies traced
+through a fabric, or RailS on traffic matrices no workload section describes. An analysis takes
+its axis values as parameters and returns named metrics; the study stores each result as JSON
+(keyed by analysis and parameters, with the spraylab version) and reads it like a run's summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Analysis:
+    name: str
+    params: tuple[str, ...]
+    compute: Callable[..., dict[str, float | int | bool]]
+    doc: str
+
+
+ANALYSES: dict[str, Analysis] = {}
+
+
+def analysis(name: str, *params: str) -> Callable[[Callable[..., Any]], Any]:
+    def register(fn: Callable[..., Any]) -> Any:
+        ANALYSES[name] = Analysis(name, params, fn, (fn.__doc__ or "").strip().split("\n")[0])
+        return fn
+
+    return register
+
+
+@analysis("fat_tree_hash_uniformity", "k")
+def _hash_uniformity(k: int) -> dict[str, float | int | bool]:
+    """Pearson's chi-square over the joint (edge uplink, aggregation uplink) of random entropies
+    from pod 0 to pod k - 1 of a k-ary fat-tree (p-value by Wilson-Hilferty)."""
+    from spraylab.validation import uplink_uniformity
+
+    x2, p, df = uplink_uniformity(int(k))
+    return {"chi_square": x2, "p_value": p, "cells": df + 1}
+
+
+@analysis("rails_family", "family", "servers", "gpus_per_server", "seed")
+def _rails_family(
+    family: str, servers: int, gpus_per_server: int, seed: int
+) -> dict[str, float | int | bool]:
+    """RailS on one matrix of ``spraylab.rails.families``, simulated at packet level on the rail
+    fabric of ``scenarios/rails/``: its CCT, the bound T* and the plan's busiest NIC."""
+    from spraylab.rails.families import family_matrix
+    from spraylab.rails.simulate import rail_scenario, simulate_matrix
+
+    d1 = family_matrix(family, int(servers), int(gpus_per_server), seed=int(seed))
+    scenario = rail_scenario(int(servers), int(gpus_per_server))
+    run = simulate_matrix(d1, scenario, "rails")
+    assert run.plan is not None
+    rate = scenario.topology.nic_rate
+    return {
+        "cct_ps": run.cct_ps,
+        "t_star_ps": run.plan.t_star_ps(rate),
+        "planned_ps": run.plan.planned_time_ps(rate),
+        "base_rtt_ps": run.base_rtt_ps,
+        "completed": int(run.completed),
+    }
