@@ -156,6 +156,8 @@ def test_sweep_compare_csv_has_means_cis_and_ratios(tmp_path: Path) -> None:
     rows = {r["key"]: r for r in _csv_rows(text)}
     assert rows["n"]["ecmp"] == "2" and rows["fct_mean_ps:ratio"]["ecmp"] in ("1.0", "")
     assert float(rows["fct_mean_ps"]["rps"]) > 0 and "fct_mean_ps:ci95" in rows
+    # two seeds: no interval (as the tables and plots show it), the column is empty
+    assert {rows[f"fct_mean_ps:{end}"]["rps"] for end in ("ci95", "ci95_low", "ci95_high")} == {""}
     assert "# varies across the runs: lb.scheme, run.seed" in text
 
 

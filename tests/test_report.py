@@ -19,8 +19,8 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from typer.testing import CliRunner
 
 from spraylab.cli import UsageError, app
-from spraylab.report import build_report, compare_tables, sweep_data
-from spraylab.stats import t95
+from spraylab.report import build_report, compare_tables, format_estimate, html_table, sweep_data
+from spraylab.stats import mean_ci, t95
 from spraylab.sweep import Sweep, run_sweep
 
 SWEEP = """
@@ -115,6 +115,22 @@ def test_compare_tables_mean_ci_and_ratio(store_dir: Path) -> None:
     assert by_both.columns == ["ecmp/gbn", "ecmp/sr", "rps/gbn", "rps/sr"] and len(by_both.groups) == 1
 
 
+def test_table_intervals_follow_the_plot_rule(store_dir: Path) -> None:
+    # Student t, df = n - 1: half-width t(0.975, 2) s / sqrt(3) = 4.303 / sqrt(3) = 2.484 for s = 1
+    assert format_estimate(mean_ci([9.0, 10.0, 11.0]), "float") == "10.000 ± 2.484"
+    # n = 2: t(0.975, 1) = 12.7 makes an interval that says nothing; the mean alone
+    two = mean_ci([9.0, 11.0])
+    assert two.half_width is not None and format_estimate(two, "float") == "10.000"
+    # 2 - 2.484 < 0: a quantity that cannot be negative shows [0, high], never a negative end
+    assert format_estimate(mean_ci([1.0, 2.0, 3.0]), "float") == "2.000 [0.000, 4.484]"
+    assert format_estimate(mean_ci([1.0, 2.0, 3.0]), "float", nonnegative=False) == "2.000 ± 2.484"
+    # the HTML tables of a two-seed sweep: n in every column header, no interval anywhere
+    for table in compare_tables(sweep_data(store_dir)):
+        page = html_table(table)
+        assert page.count("n=2") == len(table.columns) and "±" not in page and "[" not in page
+        assert all(cell.interval is None for _, _, cells in table.rows for cell in cells)
+
+
 def test_cli_compare_on_a_results_directory(store_dir: Path) -> None:
     runner = CliRunner()
     r = runner.invoke(
@@ -122,7 +138,10 @@ def test_cli_compare_on_a_results_directory(store_dir: Path) -> None:
     )
     assert r.exit_code == 0, r.output
     assert "rps (baseline)" in r.output and "transport.recovery = sr" in r.output
-    assert "FCT slowdown mean" in r.output and "×)" in r.output and "±" in r.output
+    assert "FCT slowdown mean" in r.output and "×)" in r.output
+    # two seeds per cell: n shown, no interval (the plots' rule: Student t only from n = 3 on)
+    body = r.output.split("ratios to rps")[-1]  # the tables, under the line stating the rule
+    assert "n=2" in body and "±" not in body and "[" not in body
     r = runner.invoke(app, ["compare", str(store_dir), "--baseline", "nope"])
     assert isinstance(r.exception, UsageError) and "--baseline 'nope': not a column" in str(r.exception)
     r = runner.invoke(app, ["compare", str(store_dir), "--by", "lb.nope"])

@@ -429,7 +429,14 @@ def compare_sweep(
     output_format: str = "table",
 ) -> None:
     from spraylab.card import card_lines_from_summary
-    from spraylab.report import METRIC_LABEL, ReportError, cell_text, compare_tables, sweep_data
+    from spraylab.report import (
+        INTERVAL_RULE,
+        METRIC_LABEL,
+        ReportError,
+        cell_text,
+        compare_tables,
+        sweep_data,
+    )
     from spraylab.store import StoreError
     from spraylab.tables import ResultTable, render
 
@@ -438,7 +445,7 @@ def compare_sweep(
         tables = compare_tables(data, baseline, metrics)
     except (ReportError, StoreError) as exc:
         raise UsageError(str(exc)) from None
-    over = f"mean ± 95% CI over {data.over}" if data.over else "one run per cell"
+    over = f"mean ± {INTERVAL_RULE}, over {data.over}" if data.over else "one run per cell"
     status = f"{data.name}: {data.status_line()}; {over}; ratios to {tables[0].baseline if tables else '-'}"
     done = [p for p in data.points if p.status == "done"]
     card = card_lines_from_summary(data.store.summary(done[0].key)) if done else []
@@ -470,8 +477,15 @@ def compare_sweep(
             means = [cell.estimate.mean for cell in cells]
             rt.add(METRIC_LABEL.get(key, key), key, kind, means, texts)
             if output_format in ("csv", "json"):
+                # as the table shows them: none under n = 3, the low end cut at zero
+                intervals = [cell.interval for cell in cells]
                 rt.add(f"{METRIC_LABEL.get(key, key)} 95% CI half-width", f"{key}:ci95", kind,
-                       [cell.estimate.half_width for cell in cells], texts)  # fmt: skip
+                       [cell.estimate.half_width if iv else None for cell, iv in zip(cells, intervals)],
+                       texts)  # fmt: skip
+                rt.add(f"{METRIC_LABEL.get(key, key)} 95% CI low", f"{key}:ci95_low", kind,
+                       [iv[0] if iv else None for iv in intervals], texts)  # fmt: skip
+                rt.add(f"{METRIC_LABEL.get(key, key)} 95% CI high", f"{key}:ci95_high", kind,
+                       [iv[1] if iv else None for iv in intervals], texts)  # fmt: skip
                 rt.add(f"{METRIC_LABEL.get(key, key)} / baseline", f"{key}:ratio", "float",
                        [cell.ratio for cell in cells], texts)  # fmt: skip
         if output_format in ("csv", "json"):

@@ -426,7 +426,7 @@ SUMMARY_KEY_DOCS: dict[str, str] = {
 COMPARE_COLUMN_DOCS: dict[str, str] = {
     "table": "the table's title (scenario name, or the sweep group)",
     "metric": "row label as the terminal table shows it",
-    "key": "the summary key (sweep compare adds `KEY:ci95`, the 95% CI half-width, and `KEY:ratio`, the ratio to the baseline column; `n` = runs per column)",
+    "key": "the summary key (sweep compare adds `KEY:ci95`, the 95% CI half-width, `KEY:ci95_low` and `KEY:ci95_high`, its ends as the table shows them (empty under 3 runs, the low end cut at zero), and `KEY:ratio`, the ratio to the baseline column; `n` = runs per column)",
     "unit": "unit of the raw values: ps, bps, B, fraction (0.05 = 5%), or none",
     "<column>": "one per scheme/variant (run: `scheme/recovery`): the raw value",
 }

@@ -20,6 +20,9 @@ T95: dict[int, float] = {
     80: 1.990, 100: 1.984, 120: 1.980, 1000: 1.962,
 }  # fmt: skip
 Z95 = 1.960
+# Fewest values a shown confidence interval is computed from: with two, Student's t is 12.7 and
+# the interval (12.7 standard errors wide) says nothing. Plots and tables both follow it.
+MIN_CI_N = 3
 
 
 def t95(df: int) -> float:
@@ -53,6 +56,17 @@ class Estimate:
     @property
     def high(self) -> float | None:
         return None if self.mean is None or self.half_width is None else self.mean + self.half_width
+
+
+def shown_interval(est: Estimate, nonnegative: bool = True) -> tuple[float, float] | None:
+    """The (low, high) 95% interval a report shows for ``est``: none under ``MIN_CI_N`` values,
+    and for a quantity that cannot be negative the low end is cut at zero."""
+    if est.mean is None or est.half_width is None or est.n < MIN_CI_N:
+        return None
+    low = est.mean - est.half_width
+    if nonnegative and est.mean >= 0 > low:
+        low = 0.0
+    return low, est.mean + est.half_width
 
 
 def mean_ci(values: Iterable[float | None]) -> Estimate:

@@ -310,12 +310,15 @@ class DynamicFlowSpraying(LoadBalancer):
     def auto_bound(self, qp: SenderView) -> int:
         """B for ``reorder_bound_packets = "auto"``: the window must not cap a flow on its
         slowest eligible path, (1 + gamma) x the base RTT (rule 3), so B >= (1 + gamma) x BDP;
-        never below the spec's 64; and at most the selective-repeat bitmap W, which B must
-        not exceed for the no-discard guarantee."""
+        never below the spec's 64; and, over a selective recovery, at most the receiver's
+        out-of-order bitmap W, which B must not exceed for the no-discard guarantee (a
+        go-back-N receiver discards any reordering: no B can guarantee it)."""
         bound = max(AUTO_BOUND_MIN, math.ceil(self.slack * _bdp_packets(qp, self.route_info(qp)[1])))
-        transport = self.net.transport
-        if transport.recovery == "sr":
-            bound = min(bound, transport.ooo_bitmap_packets)
+        recovery = type(qp.recovery)
+        if recovery.selective:
+            bitmap = recovery.ooo_window_packets(self.net.transport)
+            if bitmap is not None:
+                bound = min(bound, bitmap)
         return bound
 
     def on_flow_start(self, qp: SenderView) -> None:

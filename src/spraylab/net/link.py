@@ -112,12 +112,8 @@ class Link:
 
 def _lose(port: Port, pkt: Packet, cause: int) -> None:
     # A packet on a wire has been released by the ingress accounting of the switch it left
-    # (at dequeue), and this link's own counter (stage 4) has not seen it: nothing to free.
-    # Freeing what it may carry keeps PFC consistent should a sender ever skip the release.
-    ingress = pkt.ingress
-    if ingress is not None:
-        ingress.release(pkt.size)
-        pkt.ingress = None
+    # (at dequeue), and this link's own counter (stage 4) has not seen it; should a sender
+    # ever skip the release, sim_drop frees what the packet still carries.
     sim_drop(port.sim, pkt, cause, port)
 
 

@@ -399,7 +399,15 @@ def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) 
     network (the conservation check reads these counters), for the packet's flow and, when
     the drop happens at an egress ``port``, for that port. A recovery mode that watches losses
     (the ideal transport's oracle notice) sees it through ``QueuePair.drop_hook`` (its
-    ``on_drop``; None for the other modes, which pay this one attribute test)."""
+    ``on_drop``; None for the other modes, which pay this one attribute test).
+
+    A data packet still counted by a lossless switch's ingress accounting (dropped inside
+    the switch: no route, a ToR program's resequencer) leaves the buffer here, so its bytes
+    are released: kept, they would never drain and would hold the upstream port paused."""
+    ingress = pkt.ingress
+    if ingress is not None:
+        pkt.ingress = None
+        ingress.release(pkt.size)
     if port is not None:
         port.drops += 1
         port.drops_by_cause[cause] += 1

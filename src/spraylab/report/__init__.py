@@ -1,5 +1,5 @@
 """Compare and report on a sweep's results store: tables (metric × scheme, ratio to a baseline,
-mean ± 95% CI over seeds, grouped by the other axes), PNG plots and one self-contained HTML page.
+mean ± 95% CI over seeds from n = 3 on, grouped by the other axes), PNG plots and one self-contained HTML page.
 
 Data flows one way: :func:`sweep_data` reads the store's index and groups its points;
 :func:`compare_tables` turns summaries into tables; the ``plot_*`` functions turn plain arrays into
@@ -33,6 +33,7 @@ from spraylab.report.plots import (
     save_figure,
 )
 from spraylab.report.statistics import (
+    INTERVAL_RULE,
     METRIC_KIND,
     METRIC_LABEL,
     METRICS,
@@ -40,6 +41,7 @@ from spraylab.report.statistics import (
     CompareTable,
     cell_text,
     compare_tables,
+    estimate_text,
     format_estimate,
     format_value,
     group_estimates,
@@ -58,5 +60,5 @@ __all__ = [
     "format_value", "group_estimates", "html_table", "metric_value", "plot_bars", "plot_cdf", "plot_heatmap",
     "reorder_series", "render_html", "resolve_baseline", "save_figure", "size_bucket_estimates",
     "slowdown_series", "sweep_data", "uplink_matrix", "FORMATS", "MIN_CI_N", "ci_error", "plot_percentiles", "plot_timeseries",
-    "size_bucket_percentiles", "run_links", "VIEWS_DIR",
+    "size_bucket_percentiles", "run_links", "VIEWS_DIR", "INTERVAL_RULE", "estimate_text",
 ]  # fmt: skip

@@ -13,10 +13,11 @@ from matplotlib.figure import Figure
 from spraylab.report.grouping import SweepData, sweep_data
 from spraylab.report.plots import plot_bars, plot_cdf, plot_heatmap, plot_percentiles, save_figure
 from spraylab.report.statistics import (
+    INTERVAL_RULE,
     METRIC_LABEL,
     CompareTable,
     compare_tables,
-    format_estimate,
+    estimate_text,
     group_estimates,
     reorder_series,
     size_bucket_percentiles,
@@ -174,7 +175,7 @@ def render_html(
         f"<style>{CSS}</style></head><body>",
         f"<h1>spraylab sweep report: {e(data.name)}</h1>",
         f'<p class="meta">{e(data.status_line())}. Columns: ' + f"{e(', '.join(data.by) or '-')}; "
-        f"{'mean ± 95% CI (Student t) over ' + e(data.over) if data.over else 'one run per cell'}; "
+        f"{'mean ± ' + INTERVAL_RULE + ', over ' + e(data.over) if data.over else 'one run per cell'}; "
         f"ratios are to the baseline column <b>{e(tables[0].baseline) if tables else '-'}</b>.</p>",
         "<table><tr><th>axis</th><th>values</th></tr>",
         *(f"<tr><td>{e(k)}</td><td>{e(', '.join(v))}</td></tr>" for k, v in data.axes.items()),
@@ -251,7 +252,7 @@ def html_table(table: CompareTable) -> str:
     for key, kind, cells in table.rows:
         tds = []
         for c, cell in zip(table.columns, cells):
-            text = e(format_estimate(cell.estimate, kind))
+            text = e(estimate_text(table, c, cell, kind))
             if c != table.baseline and cell.ratio is not None:
                 text += f' <span class="ratio">({cell.ratio:.2f}×)</span>'
             tds.append(f"<td{' class=base' if c == table.baseline else ''}>{text}</td>")

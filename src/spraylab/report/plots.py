@@ -15,10 +15,9 @@ import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure  # figures outside pyplot: no global state, Agg canvas on save
 
-from spraylab.stats import Estimate
+from spraylab.stats import MIN_CI_N, Estimate
 
 DPI = 110
-MIN_CI_N = 3  # fewest values a plotted confidence interval is computed from
 LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": 8}
 
 

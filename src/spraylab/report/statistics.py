@@ -12,7 +12,7 @@ import pandas as pd
 
 from spraylab.metrics.result import SIZE_BUCKETS
 from spraylab.report.grouping import Group, ReportError, SweepData
-from spraylab.stats import Estimate, mean_ci
+from spraylab.stats import MIN_CI_N, Estimate, mean_ci, shown_interval
 from spraylab.units import format_rate, format_time
 
 # (summary key, row label, kind) — kind picks the formatting: time (ps), rate (bit/s), pct, float.
@@ -67,12 +67,23 @@ def format_value(value: float | None, kind: str) -> str:
     return f"{value:.3f}"
 
 
-def format_estimate(est: Estimate, kind: str) -> str:
+# How a table states its intervals (the same rule as the plots'): CLI header and HTML page.
+INTERVAL_RULE = f"95% CI (Student t) from n = {MIN_CI_N} on, cut at zero"
+
+
+def format_estimate(est: Estimate, kind: str, nonnegative: bool = True) -> str:
+    """``mean ± half-width``; ``mean [0, high]`` where the interval is cut at zero; the mean
+    alone under ``MIN_CI_N`` values (see :func:`spraylab.stats.shown_interval`)."""
     if est.mean is None:
         return "-"
     text = format_value(est.mean, kind)
-    if est.half_width is not None:
-        text += f" ± {format_value(est.half_width, kind)}"
+    interval = shown_interval(est, nonnegative)
+    if interval is not None:
+        low, high = interval
+        if est.half_width is not None and low == est.mean - est.half_width:
+            text += f" ± {format_value(est.half_width, kind)}"
+        else:
+            text += f" [{format_value(low, kind)}, {format_value(high, kind)}]"
     return text
 
 
@@ -83,6 +94,12 @@ def format_estimate(est: Estimate, kind: str) -> str:
 class Cell:
     estimate: Estimate
     ratio: float | None  # mean / baseline mean
+    nonnegative: bool = True  # the metric cannot be negative: its interval is cut at zero
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The (low, high) interval the tables show, None under ``MIN_CI_N`` values."""
+        return shown_interval(self.estimate, self.nonnegative)
 
 
 @dataclass
@@ -140,10 +157,14 @@ def compare_tables(
         done = {c: [p for p in group.cells[c] if p.status == "done"] for c in data.columns}
         rows = []
         for key, kind in wanted:
-            ests = {c: mean_ci(metric_value(summaries[p.key], key) for p in done[c]) for c in data.columns}
+            values = {c: [metric_value(summaries[p.key], key) for p in done[c]] for c in data.columns}
+            ests = {c: mean_ci(values[c]) for c in data.columns}
+            # every metric of METRICS is a count, time, rate or ratio; another key is taken as
+            # one that can be negative unless none of its values is
+            nonnegative = key in METRIC_KIND or all(v is None or v >= 0 for vs in values.values() for v in vs)
             ref = ests[base].mean
             cells = [
-                Cell(ests[c], ests[c].mean / ref if ests[c].mean is not None and ref else None)
+                Cell(ests[c], ests[c].mean / ref if ests[c].mean is not None and ref else None, nonnegative)
                 for c in data.columns
             ]
             rows.append((key, kind, cells))
@@ -170,9 +191,18 @@ def _guess_kind(key: str) -> str:
     return "pct" if key.endswith("_ratio") else "float"
 
 
+def estimate_text(table: CompareTable, column: str, cell: Cell, kind: str) -> str:
+    """``mean ± CI`` (:func:`format_estimate`), with the cell's own n when some of its
+    column's runs lack the metric (the column header gives the column's n)."""
+    text = format_estimate(cell.estimate, kind, cell.nonnegative)
+    if cell.estimate.mean is not None and cell.estimate.n != table.n[column]:
+        text += f" (n={cell.estimate.n})"
+    return text
+
+
 def cell_text(table: CompareTable, column: str, cell: Cell, kind: str, sep: str = " ") -> str:
     """``mean ± CI`` and, off the baseline column, ``(ratio×)`` after ``sep``."""
-    text = format_estimate(cell.estimate, kind)
+    text = estimate_text(table, column, cell, kind)
     if column != table.baseline and cell.ratio is not None:
         text += f"{sep}({cell.ratio:.2f}×)"
     return text

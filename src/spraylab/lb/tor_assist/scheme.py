@@ -9,6 +9,7 @@ from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.lb.tor_assist.counters import TorCounters, tor_stats
 from spraylab.lb.tor_assist.params import NO_LIMIT, TorAssistParams
 from spraylab.lb.tor_assist.program import TorProgram
+from spraylab.transport.recovery.base import RECOVERIES
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -36,17 +37,18 @@ class TorAssist(LoadBalancer):
         params: TorAssistParams = self.params  # type: ignore[assignment]
         self.rng = net.sim.derive_rng(0x70A55).random
         transport = net.transport
+        recovery = RECOVERIES.get(transport.recovery)
         self.mode = params.mode
         if self.mode == "auto":  # the mode that fits the RNICs the scenario has
-            self.mode = "reorder" if transport.recovery == "gbn" else "nack_filter"
+            # A selective NACK asks for one PSN, the receiver kept what followed it: a NACK
+            # for a merely late packet can be filtered. A go-back-N receiver discarded what
+            # followed: the ToR must hand the NIC packets in order.
+            self.mode = "nack_filter" if recovery.selective else "reorder"
         if params.nic_bitmap:
             nic_w = params.nic_bitmap
-        elif transport.recovery == "sr":
-            nic_w = transport.ooo_bitmap_packets
-        elif transport.recovery == "gbn":
-            nic_w = 1
         else:
-            nic_w = NO_LIMIT
+            window = recovery.ooo_window_packets(transport)
+            nic_w = NO_LIMIT if window is None else window
         window = params.window
         if self.mode == "nack_filter" and nic_w != NO_LIMIT and window < nic_w:
             window = nic_w  # a narrower window could not mirror the NIC's ePSN (nack_filter.py)

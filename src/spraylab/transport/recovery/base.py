@@ -55,6 +55,15 @@ class Recovery:
     def __init__(self, qp: QueuePair, params: TransportParams) -> None:
         self.qp = qp
 
+    @classmethod
+    def ooo_window_packets(cls, params: TransportParams) -> int | None:
+        """How many PSNs from ePSN on the receiver accepts, for schemes that must fit under it
+        (DFS's reorder bound, ToR-assist's mirror of the RNIC): 1 = in order only, None = any.
+        Default from ``selective``: a selective NACK resends one PSN, which presumes the
+        receiver kept what came after it, in the ``transport.ooo_bitmap`` bitmap; a
+        go-back-N receiver keeps nothing out of order. A receiver without a bitmap overrides it."""
+        return params.ooo_bitmap_packets if cls.selective else 1
+
     # --- required -----------------------------------------------------------------------
     def on_nack(self, psn: int) -> None:
         """A NACK(ePSN = ``psn``) the load balancer did not take over; the cumulative ACK it

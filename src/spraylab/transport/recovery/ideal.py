@@ -116,6 +116,11 @@ class IdealRecovery(SelectiveRepeat):
         self._notice_cb = self._on_loss_notice
         self._late_ack_cb = self._on_late_ack
 
+    @classmethod
+    def ooo_window_packets(cls, params: TransportParams) -> int | None:
+        """No bitmap: the ideal receiver accepts any PSN."""
+        return None
+
     # --- SACK ----------------------------------------------------------------------------
     def on_ack(self, pkt: Packet) -> None:
         """Cumulative SACK: the ACK triggered by PSN ``sack_psn`` reports every PSN the
