@@ -105,7 +105,14 @@ def test_rails_uniform_all_to_all_reaches_t_star() -> None:
     """RailS on a uniform all-to-all: every NIC carries T* worth of bytes; the fluid CCT is T*
     plus one rail route's latency and the NVLink hops before and after it."""
     topo = {"kind": "rail", "servers": 4, "gpus_per_server": 4, "spines": 2}
-    sc = scenario(topo, {"kind": "rail_alltoall", "size": 1_000_000, "strategy": "rails"}, scheme="ecmp")
+    # exact re-solves (fluid_quantum = 0): the default quantum's error (0.8% here) is larger
+    # than the tolerance of this closed form
+    sc = scenario(
+        topo,
+        {"kind": "rail_alltoall", "size": 1_000_000, "strategy": "rails"},
+        scheme="ecmp",
+        fluid_quantum=0,
+    )
     result = run(sc)
     v = validate(sc)
     d1 = rail_phase_matrices(v.workload[0], 4, 4)[0][1]
