@@ -253,6 +253,18 @@ def test_quantum_bounds_the_error() -> None:
     assert 0 <= gap <= exact.summary["fluid.solves"] * 1_000_000
 
 
+def test_default_quantum_is_exact_when_no_event_falls_inside_it() -> None:
+    """Flows that all start at once take their first solve together (events due at an instant
+    are taken in before it is solved), and a sprayed permutation's flows all finish at one
+    instant: no event waits for a quantum, so the default quantum gives the exact run."""
+    sc = scenario(leaf_spine(4, 4, 4), {"kind": "permutation", "size": "1MB"})
+    default = run(sc)
+    exact = run({**sc, "run": {**sc["run"], "fluid_quantum": 0}})
+    assert default.summary["fluid.quantum_ps"] == 250_000 and exact.summary["fluid.quantum_ps"] == 0
+    assert default.summary["completion_ps"] == exact.summary["completion_ps"]
+    assert list(default.flows["fct_ps"]) == list(exact.flows["fct_ps"])
+
+
 def test_l0_equals_fluid_on_phases_that_start_together() -> None:
     """L0 (bytes per link / capacity) is exact where every flow of a phase starts at once and
     the busiest link stays busy: a sprayed permutation and all-to-all."""
