@@ -13,6 +13,8 @@ k = 64 fat-tree).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 
 from spraylab.fluid.routing import FluidFabric
@@ -46,6 +48,7 @@ class SplitPaths:
         self.eg_peer = ff.link_dst[lid] if len(lid) else np.zeros(0, dtype=np.int64)
         self.eg_count = counts
         self.eg_ptr = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self._visited: list[np.ndarray] = []  # (destination, switch) keys the last loads() reached
 
     @staticmethod
     def build(ff: FluidFabric, src: list[int], dst: list[int]) -> SplitPaths | None:
@@ -89,7 +92,7 @@ class SplitPaths:
             return None  # a source ToR that cannot reach the destination ToR
         return SplitPaths(ff, first, second, ts, td, used, dist)
 
-    def _expand(self, keys: np.ndarray):  # type: ignore[no-untyped-def]
+    def _expand(self, keys: np.ndarray) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Candidate links of (destination row, switch) keys, in chunks: (key index, link,
         peer key) of every candidate."""
         ns = self.ff.n_switches
@@ -120,7 +123,7 @@ class SplitPaths:
         mid = self.td[members] >= 0
         keys = self.td[members][mid] * ns + self.ts[members][mid]
         amount = vol[mid]
-        self._visited: list[np.ndarray] = []
+        self._visited = []
         while len(keys):
             keys, inv = np.unique(keys, return_inverse=True)
             amount = np.bincount(inv, weights=amount)
