@@ -16,15 +16,25 @@ Cases and the issue's targets:
 * ``moe_<strategy>_<G>``: one Mixtral-8x7B dispatch + combine on a rail cluster of G GPUs
   (8 per server) under each rail strategy, fluid engine.
 
-The 8192-GPU MoE layer (<= 30 s), 65,536 GPUs in L0 (<= 2 min) and the 8192-GPU training
-iteration (<= 5 min) are not reached: the rail strategies build one message object per GPU pair
-(or chunk), 67 M at 8192 GPUs; see docs/fluid.md, "Scale".
+The issue's four scale targets, each run in its own process under a memory cap (``RLIMIT_AS``
+9 GB: the 8 GB target plus slack for the interpreter's mappings) and a wall timeout of twice the
+target, so a case that cannot make it fails fast instead of swapping the shared machine:
+
+* ``target_moe_layer_8192_<strategy>``: 8192 GPUs (1024 servers x 8, 400 Gb/s NICs), one
+  Mixtral-8x7B MoE layer (dispatch + combine), fluid engine: <= 30 s and <= 8 GB each;
+* ``target_l0_65536_<scheme>``: an L0 permutation of 65,536 hosts (k = 64 fat-tree): <= 2 min;
+* ``target_iteration_8192``: the 32 layers of one Mixtral-8x7B training iteration at 8192 GPUs
+  (``rails``), layer after layer, fluid engine: <= 5 min.
+
+Every row has wall, user CPU, peak RSS and the load average when it started and ended (the
+machine is shared: a wall time under load overstates the case's own cost).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -34,6 +44,13 @@ from typing import Any
 
 CASES = ["solver_65k", "perm_1024_ecmp", "perm_1024_rps", "perm_1024_spray_rr", "l0_perm_8192"]
 CASES += [f"moe_{s}_256" for s in ("rail_local", "rail_matched", "rail_spray", "rails")]
+STRATEGIES = ("rail_local", "rail_matched", "rail_spray", "rails")
+# target case -> (wall target s, memory target MB)
+TARGETS: dict[str, tuple[float, float]] = {f"target_moe_layer_8192_{s}": (30.0, 8192.0) for s in STRATEGIES}
+TARGETS |= {"target_l0_65536_ecmp": (120.0, 8192.0), "target_l0_65536_rps": (120.0, 8192.0)}
+TARGETS["target_iteration_8192"] = (300.0, 8192.0)
+CASES += list(TARGETS)
+MEMORY_CAP_BYTES = 9 * 1024**3
 
 
 def _solver_65k() -> dict[str, Any]:
@@ -83,6 +100,27 @@ def _run(scenario: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _moe_8192(strategy: str, layer: int) -> dict[str, Any]:
+    """One Mixtral-8x7B layer (dispatch + combine) on 1024 servers x 8 GPUs, 400 Gb/s NICs."""
+    return {
+        "topology": {
+            "kind": "rail",
+            "servers": 1024,
+            "gpus_per_server": 8,
+            "spines": 8,
+            "nic_rate": "400Gbps",
+        },
+        "workload": {
+            "kind": "moe",
+            "model": "mixtral-8x7b",
+            "phase": "both",
+            "strategy": strategy,
+            "seed_offset": layer,
+        },
+        "run": {"engine": "fluid", "progress": False, "allow_large": True},
+    }
+
+
 def measure(case: str) -> dict[str, Any]:
     if case == "solver_65k":
         out = _solver_65k()
@@ -105,6 +143,27 @@ def measure(case: str) -> dict[str, Any]:
                 "run": {"engine": "l0", "progress": False},
             }
         )
+    elif case.startswith("target_l0_65536_"):
+        out = _run(
+            {
+                "topology": {"kind": "fat_tree", "k": 64, "rate": "400Gbps"},
+                "lb": {"scheme": case.removeprefix("target_l0_65536_")},
+                "workload": {"kind": "permutation", "size": "4MB"},
+                "run": {"engine": "l0", "progress": False, "allow_large": True},
+            }
+        )
+    elif case.startswith("target_moe_layer_8192_"):
+        out = _run(_moe_8192(case.removeprefix("target_moe_layer_8192_"), 0))
+    elif case == "target_iteration_8192":
+        from spraylab.workload.moe import MIXTRAL_8X7B
+
+        layers = [_run(_moe_8192("rails", layer)) for layer in range(MIXTRAL_8X7B.n_layers)]
+        out = {
+            "wall_s": round(sum(r["wall_s"] for r in layers), 3),
+            "cpu_s": round(sum(r["cpu_s"] for r in layers), 3),
+            "layers": len(layers),
+            "completion_ps": sum(r["completion_ps"] for r in layers),
+        }
     else:
         strategy, gpus_text = case.removeprefix("moe_").rsplit("_", 1)
         gpus = int(gpus_text)
@@ -115,8 +174,48 @@ def measure(case: str) -> dict[str, Any]:
                 "run": {"engine": "fluid", "progress": False, "fluid_quantum": "1us"},
             }
         )
-    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    out["user_cpu_s"] = round(usage.ru_utime, 2)
+    out["peak_rss_mb"] = round(usage.ru_maxrss / 1024, 1)
     return {"case": case, **out}
+
+
+def _cap_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
+
+
+def _child(case: str) -> dict[str, Any]:
+    """``case`` in its own process; a target case under the memory cap and a timeout of twice
+    its wall target, judged against both."""
+    target = TARGETS.get(case)
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    try:
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", case],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=2 * target[0] if target else None,
+            preexec_fn=_cap_memory if target else None,
+        )
+    except subprocess.TimeoutExpired:
+        row: dict[str, Any] = {"case": case, "failed": f"timeout after {2 * target[0]:.0f} s"}  # type: ignore[index]
+    else:
+        if done.returncode == 0:
+            row = json.loads(done.stdout.strip().splitlines()[-1])
+        else:
+            last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            row = {"case": case, "failed": last[:200]}
+    row.setdefault("wall_s", round(time.perf_counter() - t0, 3))
+    row["load_avg"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
+    if target:
+        wall_target, memory_target = target
+        row["target"] = f"<= {wall_target:.0f} s, <= {memory_target / 1024:.0f} GB"
+        row["met"] = (
+            "failed" not in row and row["wall_s"] <= wall_target and row["peak_rss_mb"] <= memory_target
+        )
+    return row
 
 
 def main(argv: list[str]) -> int:
@@ -130,13 +229,7 @@ def main(argv: list[str]) -> int:
         return 0
     rows = []
     for case in args.cases:
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", case], capture_output=True, text=True, check=False
-        )
-        if done.returncode != 0:
-            print(f"{case}: failed\n{done.stderr}", file=sys.stderr)
-            continue
-        row = json.loads(done.stdout.strip().splitlines()[-1])
+        row = _child(case)
         print(json.dumps(row), flush=True)
         rows.append(row)
     if args.json is not None:

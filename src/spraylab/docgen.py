@@ -182,7 +182,7 @@ KEY_DOCS: dict[str, str] = {
     "run.progress": "show progress while running",
     "run.allow_large": "skip the size guard (memory, flow and packet caps)",
     "run.engine": "packet: the packet-level simulator; fluid: flow-level max-min fair rates over the same routes; l0: bytes per link / capacity bound (docs/fluid.md)",
-    "run.fluid_quantum": "fluid engine: re-solve rates at most this often (0 = at every arrival and completion; completions stay exact)",
+    "run.fluid_quantum": "fluid engine: re-solve rates at most this often (0 = at every arrival and completion; completions stay exact; default chosen by measured error, docs/fluid.md)",
     "output.name": "the run's name (default topology-workload-scheme)",
     "output.dir": "save the result here (as run --out)",
 }

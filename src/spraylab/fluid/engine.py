@@ -324,7 +324,10 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     p = routes.problem
 
     while True:
-        if dirty and now >= last_solve + run.quantum_ps:
+        # events due now are taken in first: a solve before them would be wasted, and with a
+        # quantum it would hold back what they change by a whole quantum
+        due_now = (arrivals and arrivals[0][0] <= now) or (cap_events and cap_events[0][0] <= now)
+        if dirty and not due_now and now >= last_solve + run.quantum_ps:
             solvable = active & (routes.goodput > 0) & routes.reachable
             key = (cap_version, np.packbits(solvable).tobytes())
             rates = memo.get(key)
@@ -351,7 +354,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         if cap_events:
             t_next = min(t_next, cap_events[0][0])
         if dirty:
-            t_next = min(t_next, last_solve + run.quantum_ps)
+            t_next = min(t_next, max(now, last_solve + run.quantum_ps))
         if not np.isfinite(t_next):
             stop = "done" if not active.any() and not arrivals else "idle"
             break

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from spraylab.fluid.engine import FluidOutcome, FluidRun, _latency_ps, _Routes, wire_bytes
+from spraylab.fluid.engine import PS_PER_S, FluidOutcome, FluidRun, _latency_ps, _Routes, wire_bytes
+from spraylab.fluid.l0_split import SplitPaths
 
 __all__ = ["simulate_l0", "phases"]
 
@@ -41,6 +42,72 @@ def phases(run: FluidRun) -> np.ndarray:
     return np.array([keys[(int(depth[i]), f.group)] for i, f in enumerate(flows)], dtype=np.int64)
 
 
+def _times(run: FluidRun) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every flow's wire bytes, base latency, idle-fabric FCT and FCT bound."""
+    flows = run.flows
+    n = len(flows)
+    volume = np.array([wire_bytes(f.size_bytes, run.mtu_bytes) for f in flows], dtype=float)
+    lat = np.zeros(n)
+    ideal = np.zeros(n, dtype=np.int64)
+    bound = np.zeros(n, dtype=np.int64)
+    cache: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+    for i, spec in enumerate(flows):
+        key = (spec.src, spec.dst, spec.size_bytes)
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = _latency_ps(run.fabric, spec, run.mtu_bytes)
+        lat[i], ideal[i], bound[i] = got
+    return volume, lat, ideal, bound
+
+
+def _ready(run: FluidRun, members: np.ndarray, finish: np.ndarray, index: dict[int, int]) -> np.ndarray:
+    flows = run.flows
+    return np.array(
+        [max((finish[index[d]] for d in flows[i].deps), default=0.0) + flows[i].start_ps for i in members]
+    )
+
+
+def _simulate_split(run: FluidRun, split: SplitPaths) -> FluidOutcome:
+    """:func:`simulate_l0` under the ``split`` model, every flow reachable, without per-flow
+    routes (:mod:`spraylab.fluid.l0_split`)."""
+    ff = run.fabric
+    n = len(run.flows)
+    index = {f.flow_id: i for i, f in enumerate(run.flows)}
+    volume, lat, ideal, bound = _times(run)
+    cap = ff.rate_bps.astype(float) / 8 / PS_PER_S
+    phase = phases(run)
+    n_phases = int(phase.max(initial=-1)) + 1
+    start = np.full(n, -1.0)
+    finish = np.full(n, -1.0)
+    tx = np.zeros(ff.n_links)
+    for ph in range(n_phases):
+        members = np.flatnonzero(phase == ph)
+        ready = _ready(run, members, finish, index)
+        if (ready < 0).any():
+            continue  # waits on a flow that never finishes
+        t0 = float(ready.max())
+        load = split.loads(members, volume, ff.n_links)
+        tx += load
+        busy = load / cap
+        start[members] = t0
+        finish[members] = t0 + split.busiest(members, busy) + lat[members]
+    end = float(finish.max(initial=0.0))
+    return FluidOutcome(
+        start,
+        finish,
+        ideal,
+        bound,
+        tx,
+        ff.rate_bps.astype(float),
+        np.ones(ff.n_links, dtype=bool),
+        int(round(end)),
+        0,
+        0,
+        n_phases,
+        "done" if (finish >= 0).all() else "idle",
+    )
+
+
 def simulate_l0(run: FluidRun) -> FluidOutcome:
     if run.events:
         from spraylab.config import ScenarioError
@@ -52,20 +119,15 @@ def simulate_l0(run: FluidRun) -> FluidOutcome:
     index = {f.flow_id: i for i, f in enumerate(flows)}
     if any(index[d] >= i for i, f in enumerate(flows) for d in f.deps):
         raise ValueError("L0: a flow depends on a later flow; phases need dependencies listed first")
+    split = (
+        SplitPaths.build(ff, [f.src for f in flows], [f.dst for f in flows]) if run.model == "split" else None
+    )
+    if split is not None:
+        return _simulate_split(run, split)
     routes = _Routes(run, ff.rate_bps.astype(float))
     p = routes.problem
     cap = routes.cap  # bytes per ps; pooled constraints after the real links
-    volume = np.array([wire_bytes(f.size_bytes, run.mtu_bytes) for f in flows], dtype=float)
-    lat = np.zeros(n)
-    ideal = np.zeros(n, dtype=np.int64)
-    bound = np.zeros(n, dtype=np.int64)
-    cache: dict[tuple[int, int, int], tuple[int, int, int]] = {}
-    for i, spec in enumerate(flows):
-        key = (spec.src, spec.dst, spec.size_bytes)
-        got = cache.get(key)
-        if got is None:
-            got = cache[key] = _latency_ps(ff, spec, run.mtu_bytes)
-        lat[i], ideal[i], bound[i] = got
+    volume, lat, ideal, bound = _times(run)
     phase = phases(run)
     n_phases = int(phase.max(initial=-1)) + 1
     start = np.full(n, -1.0)
@@ -74,9 +136,7 @@ def simulate_l0(run: FluidRun) -> FluidOutcome:
     entry_phase = phase[p.entry_flow]
     for ph in range(n_phases):
         members = np.flatnonzero(phase == ph)
-        ready = np.array(
-            [max((finish[index[d]] for d in flows[i].deps), default=0.0) + flows[i].start_ps for i in members]
-        )
+        ready = _ready(run, members, finish, index)
         if (ready < 0).any() or not routes.reachable[members].all():
             continue  # waits on a flow that never finishes, or cannot reach its destination
         t0 = float(ready.max())

@@ -213,7 +213,7 @@ class FluidFabric:
         routing a large fat-tree)."""
         ns = self.n_switches
         tors = sorted(set(self.tor_of_host))
-        if ns > 4096 or len(tors) < 8:
+        if ns > 8192 or len(tors) < 8:  # 8192 switches: a 256 MB float32 adjacency
             return
         adj = np.zeros((ns, ns), dtype=np.float32)
         for a, nbrs in enumerate(self._adj):

@@ -21,7 +21,10 @@ class PermutationWorkload(WorkloadSection):
     def build_flows(self, ctx: FlowContext) -> Flows:
         hosts = ctx.hosts
         tors = ctx.fabric.host_tor
-        groups_by_tor = [tors.index(t) for t in tors] if self.cross_tor else None
+        first_of_tor: dict[str, int] = {}  # a ToR's first host index (tors.index, in linear time)
+        for i, t in enumerate(tors):
+            first_of_tor.setdefault(t, i)
+        groups_by_tor = [first_of_tor[t] for t in tors] if self.cross_tor else None
         new = patterns.permutation(
             hosts, self.size, ctx.rng, self.start, ctx.first_flow_id, avoid_same_group=groups_by_tor
         )
