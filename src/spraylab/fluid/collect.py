@@ -17,11 +17,11 @@ from spraylab.fluid.engine import FluidOutcome, FluidRun
 from spraylab.metrics.collect import (
     FLOW_COLUMNS,
     LINK_DROP_COLUMNS,
-    _completion_ps,
-    _goodput,
+    bucket_and_group_statistics,
+    flow_statistics,
     group_table,
 )
-from spraylab.metrics.result import Result, percentile, size_bucket
+from spraylab.metrics.result import Result, size_bucket
 from spraylab.net.drops import DROP_CAUSES
 from spraylab.topology.fabric import HOST_TIER
 
@@ -127,40 +127,16 @@ def uplink_imbalance(links: pd.DataFrame) -> tuple[float, float]:
 def summarize(
     flows: pd.DataFrame, links: pd.DataFrame, groups: pd.DataFrame, run_info: dict[str, Any]
 ) -> dict[str, Any]:
-    done = flows[flows["completed"]]
-    fct = flows["fct_ps"].to_numpy(dtype=float)
-    slow = flows["slowdown"].to_numpy(dtype=float)
-    slow = slow[~np.isnan(slow)]
-    censored = int(flows["censored"].sum())
     imbalance_max, imbalance_mean = uplink_imbalance(links)
     summary: dict[str, Any] = {
         **run_info,
-        "flows": len(flows),
-        "flows_completed": len(done),
-        "flows_censored": censored,
-        "fct_mean_ps": float(fct.mean()) if len(fct) else None,
-        "fct_p50_ps": percentile(fct, 50),
-        "fct_p99_ps": percentile(fct, 99),
-        "fct_max_ps": float(fct.max()) if len(fct) else None,
-        "slowdown_mean": float(slow.mean()) if len(slow) else None,
-        "slowdown_p50": percentile(slow, 50),
-        "slowdown_p99": percentile(slow, 99),
-        "completion_ps": _completion_ps(flows, done, int(run_info["sim_time_ps"]), censored),
-        "goodput_bps": _goodput(done),
-        "mean_flow_throughput_bps": float(done["throughput_bps"].mean()) if len(done) else None,
+        **flow_statistics(flows, int(run_info["sim_time_ps"])),
         "uplink_imbalance_max": imbalance_max,
         "uplink_imbalance_mean": imbalance_mean,
     }
     for key in UNKNOWN_SUMMARY_KEYS:
         summary[key] = None
-    for bucket, part in flows.groupby("size_bucket"):
-        summary[f"slowdown_mean[{bucket}]"] = float(part["slowdown"].mean())
-        summary[f"slowdown_p99[{bucket}]"] = percentile(part["slowdown"].to_numpy(dtype=float), 99)
-    if not groups.empty:
-        for _, g in groups.iterrows():
-            summary[f"cct_ps[{g['group']}]"] = int(g["cct_ps"])
-            if not np.isnan(g["busbw_bps"]):
-                summary[f"busbw_bps[{g['group']}]"] = float(g["busbw_bps"])
+    summary.update(bucket_and_group_statistics(flows, groups))
     return summary
 
 

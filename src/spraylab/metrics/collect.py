@@ -205,29 +205,11 @@ def summarize(
     groups: pd.DataFrame,
     run_info: dict[str, Any],
 ) -> dict[str, Any]:
-    done = flows[flows["completed"]]
-    # FCT and slowdown statistics cover every flow; a censored flow counts with its lower bound.
-    fct = flows["fct_ps"].to_numpy(dtype=float)
-    slow = flows["slowdown"].to_numpy(dtype=float)
-    slow = slow[~np.isnan(slow)]
-    censored = int(flows["censored"].sum())
     sent = int(flows["packets_sent"].sum())
     imbalance_max, imbalance_mean = uplink_imbalance(net)
     summary: dict[str, Any] = {
         **run_info,
-        "flows": len(flows),
-        "flows_completed": len(done),
-        "flows_censored": censored,
-        "fct_mean_ps": float(fct.mean()) if len(fct) else None,
-        "fct_p50_ps": percentile(fct, 50),
-        "fct_p99_ps": percentile(fct, 99),
-        "fct_max_ps": float(fct.max()) if len(fct) else None,
-        "slowdown_mean": float(slow.mean()) if len(slow) else None,
-        "slowdown_p50": percentile(slow, 50),
-        "slowdown_p99": percentile(slow, 99),
-        "completion_ps": _completion_ps(flows, done, net.sim.now, censored),
-        "goodput_bps": _goodput(done),
-        "mean_flow_throughput_bps": float(done["throughput_bps"].mean()) if len(done) else None,
+        **flow_statistics(flows, net.sim.now),
         "packets_sent": sent,
         "retx_packets": int(flows["retx_packets"].sum()),
         "retx_ratio": float(flows["retx_packets"].sum() / sent) if sent else 0.0,
@@ -256,17 +238,48 @@ def summarize(
         "nack_wire_bytes": NACK_WIRE_BYTES,
         "cnp_wire_bytes": CNP_WIRE_BYTES,
     }
-    for bucket, part in flows.groupby("size_bucket"):
-        summary[f"slowdown_mean[{bucket}]"] = float(part["slowdown"].mean())
-        summary[f"slowdown_p99[{bucket}]"] = percentile(part["slowdown"].to_numpy(dtype=float), 99)
-    if not groups.empty:
-        for _, g in groups.iterrows():
-            summary[f"cct_ps[{g['group']}]"] = int(g["cct_ps"])
-            if not np.isnan(g["busbw_bps"]):
-                summary[f"busbw_bps[{g['group']}]"] = float(g["busbw_bps"])
+    summary.update(bucket_and_group_statistics(flows, groups))
     for key, value in net.lb.stats().items():
         summary[f"lb.{key}"] = value
     return summary
+
+
+def flow_statistics(flows: pd.DataFrame, end_ps: int) -> dict[str, Any]:
+    """Completion, FCT and slowdown statistics of a flows table (both engines). They cover every
+    flow; a censored flow counts with its lower bound."""
+    done = flows[flows["completed"]]
+    fct = flows["fct_ps"].to_numpy(dtype=float)
+    slow = flows["slowdown"].to_numpy(dtype=float)
+    slow = slow[~np.isnan(slow)]
+    censored = int(flows["censored"].sum())
+    return {
+        "flows": len(flows),
+        "flows_completed": len(done),
+        "flows_censored": censored,
+        "fct_mean_ps": float(fct.mean()) if len(fct) else None,
+        "fct_p50_ps": percentile(fct, 50),
+        "fct_p99_ps": percentile(fct, 99),
+        "fct_max_ps": float(fct.max()) if len(fct) else None,
+        "slowdown_mean": float(slow.mean()) if len(slow) else None,
+        "slowdown_p50": percentile(slow, 50),
+        "slowdown_p99": percentile(slow, 99),
+        "completion_ps": _completion_ps(flows, done, end_ps, censored),
+        "goodput_bps": _goodput(done),
+        "mean_flow_throughput_bps": float(done["throughput_bps"].mean()) if len(done) else None,
+    }
+
+
+def bucket_and_group_statistics(flows: pd.DataFrame, groups: pd.DataFrame) -> dict[str, Any]:
+    """Slowdown per flow-size bucket, and each group's CCT and bus bandwidth (both engines)."""
+    out: dict[str, Any] = {}
+    for bucket, part in flows.groupby("size_bucket"):
+        out[f"slowdown_mean[{bucket}]"] = float(part["slowdown"].mean())
+        out[f"slowdown_p99[{bucket}]"] = percentile(part["slowdown"].to_numpy(dtype=float), 99)
+    for _, g in groups.iterrows():
+        out[f"cct_ps[{g['group']}]"] = int(g["cct_ps"])
+        if not np.isnan(g["busbw_bps"]):
+            out[f"busbw_bps[{g['group']}]"] = float(g["busbw_bps"])
+    return out
 
 
 def _completion_ps(flows: pd.DataFrame, done: pd.DataFrame, end_ps: int, censored: int) -> int | None:
