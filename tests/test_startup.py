@@ -50,3 +50,44 @@ def test_lazy_public_names_are_the_real_objects() -> None:
         assert getattr(spraylab, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
         _ = spraylab.nonexistent  # type: ignore[attr-defined]
+
+
+RUN_SUMMARY_ONLY = """\
+from spraylab.config import Scenario
+from spraylab.experiment import build
+
+scenario = Scenario.from_dict({
+    "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
+    "workload": {"kind": "permutation", "size": "20KB"},
+    "run": {"progress": False},
+})
+simulation = build(scenario)
+simulation.run()
+result = simulation.result()
+assert result.summary["flows_completed"] == result.summary["flows"] == 4
+"""
+
+
+def test_a_run_read_for_its_summary_loads_no_pandas() -> None:
+    """The tables are built on first access, so the summary alone never needs pandas."""
+    loaded = modules_after(RUN_SUMMARY_ONLY)
+    assert not {m for m in loaded if m.split(".")[0] in ("pandas", "pyarrow")}
+
+
+def test_the_tables_are_built_on_first_access_and_pickle() -> None:
+    import pickle
+
+    from spraylab.experiment import run
+
+    result = run(
+        {
+            "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
+            "workload": {"kind": "permutation", "size": "20KB"},
+            "run": {"progress": False},
+        }
+    )
+    assert "flows" not in vars(result)
+    assert len(result.flows) == result.summary["flows"] == 4
+    assert int(result.links["tx_packets"].sum()) == result.summary["packet_hops"]
+    copy = pickle.loads(pickle.dumps(result))
+    assert copy.flows.equals(result.flows) and copy.summary == result.summary

@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from spraylab.net.drops import DROP_CAUSES, PORT_CAUSES
 from spraylab.net.host import Host
@@ -45,6 +44,8 @@ from spraylab.net.packet import Packet
 from spraylab.net.port import PfcPort, Port
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from spraylab.config import MonitorSection
     from spraylab.net.network import Network
 
@@ -200,6 +201,8 @@ class TimeSeries:
         paths = {name: directory / file for name, file in TIMESERIES_FILES.items()}
         if not all(p.is_file() for p in paths.values()):
             return None
+        import pandas as pd
+
         return cls(**{name: pd.read_parquet(p) for name, p in paths.items()})
 
 
@@ -377,6 +380,8 @@ class Monitor:
     # --- results ------------------------------------------------------------------------------
     def finish(self) -> TimeSeries:
         """Close the interval ending now (the run's end) and return every sample as tables."""
+        import pandas as pd
+
         self.sample()
         ports = {c: np.frombuffer(a, dtype=np.int64) for c, a in self._port_cols.items()}
         ports["link"] = pd.Categorical.from_codes(

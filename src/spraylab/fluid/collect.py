@@ -130,13 +130,13 @@ def summarize(
     imbalance_max, imbalance_mean = uplink_imbalance(links)
     summary: dict[str, Any] = {
         **run_info,
-        **flow_statistics(flows, int(run_info["sim_time_ps"])),
+        **flow_statistics(flows.to_dict("list"), int(run_info["sim_time_ps"])),
         "uplink_imbalance_max": imbalance_max,
         "uplink_imbalance_mean": imbalance_mean,
     }
     for key in UNKNOWN_SUMMARY_KEYS:
         summary[key] = None
-    summary.update(bucket_and_group_statistics(flows, groups))
+    summary.update(bucket_and_group_statistics(flows.to_dict("list"), groups.to_dict("records")))
     return summary
 
 

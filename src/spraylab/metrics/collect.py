@@ -1,11 +1,16 @@
-"""Read the counters of a finished (or stopped) network into a :class:`Result`."""
+"""Read the counters of a finished (or stopped) network into a :class:`Result`.
+
+The counters are read into plain rows at once and the summary is computed from them; the
+DataFrames are built from the same rows only when a table is read (see
+:class:`~spraylab.metrics.result.Result`). The summary's reductions are the ones pandas made
+when it was computed from the tables (``_mean_skipna``), so its numbers are the same.
+"""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from spraylab.metrics.result import Result, percentile, size_bucket
 from spraylab.net.drops import DROP_CAUSES, NETWORK_CAUSES, PORT_CAUSES
@@ -23,6 +28,8 @@ from spraylab.transport.qp import NO_WINDOW
 from spraylab.workload.collectives import algbw_bps, busbw_bps
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from spraylab.net.network import Network
     from spraylab.workload.build import GroupInfo
 
@@ -67,7 +74,18 @@ _FLOW_DTYPES["size_bucket"] = "object"
 
 
 def flow_table(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> pd.DataFrame:
-    """One row per flow. ``slowdown`` = FCT / ``fct_bound_ps`` (``spraylab.metrics.fct_bound``),
+    """One row per flow (see :func:`flow_rows`)."""
+    return flow_frame(flow_rows(net, ideal_ps, bound_ps))
+
+
+def flow_frame(rows: dict[str, list[Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows).astype({c: _FLOW_DTYPES.get(c, "int64") for c in FLOW_COLUMNS})
+
+
+def flow_rows(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> dict[str, list[Any]]:
+    """The flow table's columns. One row per flow. ``slowdown`` = FCT / ``fct_bound_ps`` (``spraylab.metrics.fct_bound``),
     a lower bound whatever the scheme: never below 1, and not clamped, so a bound that failed
     would show. ``ideal_fct_ps`` is the flow alone on the idle fabric along one path.
 
@@ -111,10 +129,16 @@ def flow_table(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> pd.Dat
         for column, count in zip(FLOW_DROP_COLUMNS, by_cause):
             rows[column].append(count)
         rows["size_bucket"].append(size_bucket(qp.spec.size_bytes))
-    return pd.DataFrame(rows).astype({c: _FLOW_DTYPES.get(c, "int64") for c in FLOW_COLUMNS})
+    return rows
 
 
 def link_table(net: Network, duration_ps: int) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(link_rows(net, duration_ps))
+
+
+def link_rows(net: Network, duration_ps: int) -> list[dict[str, Any]]:
     rows = []
     for port in net.ports:
         owner, peer = port.owner, port.peer_owner
@@ -147,7 +171,7 @@ def link_table(net: Network, duration_ps: int) -> pd.DataFrame:
                 "paused_ps": port.paused_ps,
             }
         )
-    return pd.DataFrame(rows)
+    return rows
 
 
 def uplink_imbalance(net: Network) -> tuple[float, float]:
@@ -168,16 +192,33 @@ GROUP_COLUMNS = (
 
 
 def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFrame:
+    columns = ("group", "completed", "start_ps", "fct_ps")
+    return group_frame(group_rows({c: flows[c].tolist() for c in columns}, groups))
+
+
+def group_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    import pandas as pd
+
+    # the columns are named even when no group ran, so an empty table loads back the same
+    return pd.DataFrame(rows, columns=GROUP_COLUMNS)
+
+
+def group_rows(flows: dict[str, list[Any]], groups: dict[str, GroupInfo]) -> list[dict[str, Any]]:
+    """One row per group that has flows, from the flow table's columns."""
+    members: dict[str, list[int]] = {}
+    for i, name in enumerate(flows["group"]):
+        members.setdefault(name, []).append(i)
+    completed, starts, fcts = flows["completed"], flows["start_ps"], flows["fct_ps"]
     rows = []
     for name, info in groups.items():
-        part = flows[flows["group"] == name]
-        if part.empty:
+        part = members.get(name)
+        if not part:
             continue
-        done = bool(part["completed"].all())
-        start = int(part["start_ps"].min())
+        done = all(completed[i] for i in part)
+        start = min(starts[i] for i in part)
         # start + fct is a flow's finish, or for a censored flow the run's end: an unfinished
         # group's CCT is censored too (at least the run's end minus its start)
-        cct = int((part["start_ps"] + part["fct_ps"]).max() - start)
+        cct = max(starts[i] + fcts[i] for i in part) - start
         row: dict[str, Any] = {
             "group": name,
             "kind": info.kind,
@@ -194,43 +235,60 @@ def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFra
             row["algbw_bps"] = algbw_bps(info.size_bytes, cct)
             row["busbw_bps"] = busbw_bps(info.kind, info.size_bytes, info.ranks, cct)
         rows.append(row)
-    # the columns are named even when no group ran, so an empty table loads back the same
-    return pd.DataFrame(rows, columns=GROUP_COLUMNS)
+    return rows
+
+
+def _mean_skipna(values: list[float] | np.ndarray) -> float:
+    """pandas' ``Series.mean()`` of float64 values (``nanops.nanmean``, no bottleneck): NaNs
+    become 0 in the (pairwise) sum and leave the count; NaN when nothing is left."""
+    arr = np.array(values, dtype=float)
+    mask = np.isnan(arr)
+    count = len(arr) - int(mask.sum())
+    if count == 0:
+        return float("nan")
+    if count < len(arr):
+        arr[mask] = 0.0
+    return float(arr.sum() / np.float64(count))
 
 
 def summarize(
     net: Network,
-    flows: pd.DataFrame,
-    links: pd.DataFrame,
-    groups: pd.DataFrame,
+    flows: dict[str, list[Any]],
+    links: list[dict[str, Any]],
+    groups: list[dict[str, Any]],
     run_info: dict[str, Any],
 ) -> dict[str, Any]:
-    sent = int(flows["packets_sent"].sum())
+    """The run's summary from the tables' rows (:func:`flow_rows`, :func:`link_rows`,
+    :func:`group_rows`)."""
+    n_flows = len(flows["flow_id"])
+    sent = sum(flows["packets_sent"])
+    retx = sum(flows["retx_packets"])
+    spurious = sum(flows["spurious_retx"])
     imbalance_max, imbalance_mean = uplink_imbalance(net)
     summary: dict[str, Any] = {
         **run_info,
         **flow_statistics(flows, net.sim.now),
         "packets_sent": sent,
-        "retx_packets": int(flows["retx_packets"].sum()),
-        "retx_ratio": float(flows["retx_packets"].sum() / sent) if sent else 0.0,
-        "spurious_retx": int(flows["spurious_retx"].sum()),
-        "spurious_retx_ratio": float(flows["spurious_retx"].sum() / sent) if sent else 0.0,
-        "nacks": int(flows["nacks"].sum()),
-        "cnps": int(flows["cnps"].sum()),
-        "ooo_arrivals": int(flows["ooo_arrivals"].sum()),
-        "max_reorder": int(flows["max_reorder"].max()) if len(flows) else 0,
-        "discards": int(flows["discards"].sum()),
-        "timeouts": int(flows["timeouts"].sum()),
+        "retx_packets": retx,
+        "retx_ratio": retx / sent if sent else 0.0,
+        "spurious_retx": spurious,
+        "spurious_retx_ratio": spurious / sent if sent else 0.0,
+        "nacks": sum(flows["nacks"]),
+        "cnps": sum(flows["cnps"]),
+        "ooo_arrivals": sum(flows["ooo_arrivals"]),
+        "max_reorder": max(flows["max_reorder"]) if n_flows else 0,
+        "discards": sum(flows["discards"]),
+        "timeouts": sum(flows["timeouts"]),
         # every drop, by cause (spraylab.net.drops); "drops": those before the receiving RNIC
         "drops_total": sum(net.drops_by_cause),
         **{f"drops_{name}": count for name, count in zip(DROP_CAUSES, net.drops_by_cause)},
         "drops": sum(net.drops_by_cause[c] for c in NETWORK_CAUSES),
-        "ecn_marks": int(links["ecn_marks"].sum()),
-        "pfc_pauses": int(links["pfc_pauses"].sum()),
-        "max_queue_bytes": int(links["max_queue_bytes"].max()) if len(links) else 0,
+        "ecn_marks": sum(r["ecn_marks"] for r in links),
+        "pfc_pauses": sum(r["pfc_pauses"] for r in links),
+        "max_queue_bytes": max(r["max_queue_bytes"] for r in links) if links else 0,
         "uplink_imbalance_max": imbalance_max,
         "uplink_imbalance_mean": imbalance_mean,
-        "packet_hops": int(links["tx_packets"].sum()),
+        "packet_hops": sum(r["tx_packets"] for r in links),
         "acks": sum(qp.rx.acks_sent for qp in net.qps),  # what ACK coalescing saves
         # Link bytes per packet type (spraylab.net.framing), to re-derive wire loads.
         "data_overhead_bytes": DATA_OVERHEAD_BYTES,
@@ -244,16 +302,17 @@ def summarize(
     return summary
 
 
-def flow_statistics(flows: pd.DataFrame, end_ps: int) -> dict[str, Any]:
-    """Completion, FCT and slowdown statistics of a flows table (both engines). They cover every
-    flow; a censored flow counts with its lower bound."""
-    done = flows[flows["completed"]]
-    fct = flows["fct_ps"].to_numpy(dtype=float)
-    slow = flows["slowdown"].to_numpy(dtype=float)
+def flow_statistics(flows: dict[str, list[Any]], end_ps: int) -> dict[str, Any]:
+    """Completion, FCT and slowdown statistics from a flows table's columns (both engines). They
+    cover every flow; a censored flow counts with its lower bound."""
+    done = [i for i, c in enumerate(flows["completed"]) if c]
+    fct = np.array(flows["fct_ps"], dtype=float)
+    slow = np.array(flows["slowdown"], dtype=float)
     slow = slow[~np.isnan(slow)]
-    censored = int(flows["censored"].sum())
+    censored = sum(flows["censored"])
+    throughput = flows["throughput_bps"]
     return {
-        "flows": len(flows),
+        "flows": len(flows["flow_id"]),
         "flows_completed": len(done),
         "flows_censored": censored,
         "fct_mean_ps": float(fct.mean()) if len(fct) else None,
@@ -263,46 +322,62 @@ def flow_statistics(flows: pd.DataFrame, end_ps: int) -> dict[str, Any]:
         "slowdown_mean": float(slow.mean()) if len(slow) else None,
         "slowdown_p50": percentile(slow, 50),
         "slowdown_p99": percentile(slow, 99),
-        "completion_ps": _completion_ps(flows, done, end_ps, censored),
-        "goodput_bps": _goodput(done),
-        "mean_flow_throughput_bps": float(done["throughput_bps"].mean()) if len(done) else None,
+        "completion_ps": _completion_from_rows(flows, done, end_ps, censored),
+        "goodput_bps": _goodput_from_rows(flows, done),
+        "mean_flow_throughput_bps": _mean_skipna([throughput[i] for i in done]) if done else None,
     }
 
 
-def bucket_and_group_statistics(flows: pd.DataFrame, groups: pd.DataFrame) -> dict[str, Any]:
+def bucket_and_group_statistics(flows: dict[str, list[Any]], groups: list[dict[str, Any]]) -> dict[str, Any]:
     """Slowdown per flow-size bucket, and each group's CCT and bus bandwidth (both engines)."""
     out: dict[str, Any] = {}
-    for bucket, part in flows.groupby("size_bucket"):
-        out[f"slowdown_mean[{bucket}]"] = float(part["slowdown"].mean())
-        out[f"slowdown_p99[{bucket}]"] = percentile(part["slowdown"].to_numpy(dtype=float), 99)
-    for _, g in groups.iterrows():
+    by_bucket: dict[str, list[float]] = {}
+    for bucket, value in zip(flows["size_bucket"], flows["slowdown"]):
+        by_bucket.setdefault(bucket, []).append(value)
+    for bucket in sorted(by_bucket):  # groupby's order
+        values = by_bucket[bucket]
+        out[f"slowdown_mean[{bucket}]"] = _mean_skipna(values)
+        out[f"slowdown_p99[{bucket}]"] = percentile(np.array(values, dtype=float), 99)
+    for g in groups:
         out[f"cct_ps[{g['group']}]"] = int(g["cct_ps"])
         if not np.isnan(g["busbw_bps"]):
             out[f"busbw_bps[{g['group']}]"] = float(g["busbw_bps"])
     return out
 
 
-def _completion_ps(flows: pd.DataFrame, done: pd.DataFrame, end_ps: int, censored: int) -> int | None:
-    """Last finish minus first start; with censored flows, a lower bound: the run's end minus first start."""
-    if flows.empty:
+def _completion_from_rows(
+    flows: dict[str, list[Any]], done: list[int], end_ps: int, censored: int
+) -> int | None:
+    """Last finish minus first start (``done``: the completed rows); with censored flows, a lower
+    bound: the run's end minus first start."""
+    starts = flows["start_ps"]
+    if not starts:
         return None
     if censored:
-        return int(end_ps - flows["start_ps"].min())
-    return int(done["finish_ps"].max() - flows["start_ps"].min())
+        return end_ps - min(starts)
+    finish = flows["finish_ps"]
+    return max(finish[i] for i in done) - min(starts)
 
 
-def _goodput(done: pd.DataFrame) -> float | None:
+def _goodput_from_rows(flows: dict[str, list[Any]], done: list[int]) -> float | None:
     """Delivered payload bits per second of the busiest receiver's active span, averaged over
-    receivers: near line rate means receivers were kept busy."""
-    if done.empty:
+    receivers (``done``: the completed rows): near line rate means receivers were kept busy."""
+    if not done:
         return None
-    spans = done.groupby("dst").agg(
-        bytes=("size_bytes", "sum"), start=("start_ps", "min"), end=("finish_ps", "max")
-    )
-    spans = spans[spans["end"] > spans["start"]]
-    if spans.empty:
+    spans: dict[int, list[int]] = {}  # dst -> [bytes, first start, last finish]
+    for i in done:
+        size, start, end = flows["size_bytes"][i], flows["start_ps"][i], flows["finish_ps"][i]
+        span = spans.get(flows["dst"][i])
+        if span is None:
+            spans[flows["dst"][i]] = [size, start, end]
+        else:
+            span[0] += size
+            span[1] = min(span[1], start)
+            span[2] = max(span[2], end)
+    rates = [b * 8e12 / (e - s) for b, s, e in (spans[d] for d in sorted(spans)) if e > s]
+    if not rates:
         return None
-    return float((spans["bytes"] * 8e12 / (spans["end"] - spans["start"])).mean())
+    return _mean_skipna(rates)
 
 
 def collect(
@@ -314,8 +389,14 @@ def collect(
     bound_ps: list[int],
 ) -> Result:
     duration = max(1, net.sim.now)
-    flows = flow_table(net, ideal_ps, bound_ps)
-    links = link_table(net, duration)
-    group_df = group_table(flows, groups)
-    summary = summarize(net, flows, links, group_df, run_info)
-    return Result(scenario=scenario, summary=summary, flows=flows, links=links, groups=group_df)
+    flows = flow_rows(net, ideal_ps, bound_ps)
+    links = link_rows(net, duration)
+    group_list = group_rows(flows, groups)
+    summary = summarize(net, flows, links, group_list, run_info)
+
+    def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        import pandas as pd
+
+        return flow_frame(flows), pd.DataFrame(links), group_frame(group_list)
+
+    return Result(scenario=scenario, summary=summary, tables=tables)

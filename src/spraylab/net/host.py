@@ -78,7 +78,12 @@ class Nic:
                 qp.in_sched = False
                 continue
             port.send(pkt)
-            if qp.has_work():
+            # qp.has_work(), inlined (once per data packet)
+            nxt = qp.snd_nxt
+            una = qp.snd_una
+            if qp.retx_queue or (
+                nxt < qp.n_packets and nxt < una + qp.psn_window and nxt - una < qp.window_packets
+            ):
                 if qp.next_send_ps > port.busy_until:
                     heappush(paced, (qp.next_send_ps, qp.flow_id, qp))
                 else:

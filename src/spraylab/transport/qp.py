@@ -264,14 +264,24 @@ class QueuePair:
                 self.net.on_sender_done(self)
 
     def on_ack(self, pkt: Packet) -> None:
-        now = self.sim.now
+        # Once per ACK: advance() and has_work() inlined.
         hook = self._ack_hook
         if hook is not None:
             hook(pkt)
-        self.advance(pkt.psn, now)
-        if self.lb is not None:
-            self.lb.on_ack(self, pkt)
-        if not self.sender_done and not self.in_sched and self.has_work():
+        cum_psn = pkt.psn
+        if cum_psn > self.snd_una:
+            self.advance(cum_psn, self.sim.now)
+        lb = self.lb
+        if lb is not None:
+            lb.on_ack(self, pkt)
+        if self.sender_done or self.in_sched:
+            return
+        if self.retx_queue:
+            self.nic.activate(self)
+            return
+        nxt = self.snd_nxt
+        una = self.snd_una
+        if nxt < self.n_packets and nxt < una + self.psn_window and nxt - una < self.window_packets:
             self.nic.activate(self)
 
     def on_nack(self, pkt: Packet) -> None:

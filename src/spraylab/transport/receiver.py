@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spraylab.net.drops import BEYOND_BITMAP
+from spraylab.net.framing import ACK_WIRE_BYTES
 from spraylab.net.packet import ACK, CNP, CONTROL_WIRE_BYTES, NACK, Packet
 from spraylab.net.port import sim_drop
 from spraylab.transport.cc.base import CONGESTION_CONTROLS
@@ -135,6 +136,25 @@ class Receiver:
         self.net.injected_packets += 1
         self.nic.port.send_control(pkt)
 
+    def _reply_ack(self, data: Packet) -> None:
+        """The ACK of ``data``, in ``data``'s own object: the receiver consumed the data packet
+        and nothing else holds it (callers make this its last use), so turning it into its ACK
+        saves an allocation per data packet. The fields the ACK echoes (entropy, hash, send
+        time, ECN mark, path) stay as they are; the rest become what :meth:`_reply` gives."""
+        qp = self.qp
+        data.kind = ACK
+        data.src = qp.dst
+        data.dst = qp.src
+        data.sack_psn = data.psn
+        data.psn = self.epsn
+        data.size = ACK_WIRE_BYTES
+        data.payload = 0
+        data.retx = False
+        data.path_seq = -1
+        data.ingress = None
+        self.net.injected_packets += 1
+        self.nic.port.send_control(data)
+
     def _observe(self, pkt: Packet) -> None:
         """Reorder degree and ECN-triggered CNPs, common to every mode."""
         psn = pkt.psn
@@ -210,10 +230,11 @@ class Receiver:
 
     # --- ACK coalescing (see the module doc) ---------------------------------------------
     def _ack(self, data: Packet) -> None:
-        """ACK now, echoing ``data``: the cumulative ePSN covers everything pending."""
+        """ACK now, echoing ``data`` (in its object: its last use), the cumulative ePSN
+        covers everything pending."""
         self._clear_pending()
         self.acks_sent += 1
-        self._reply(ACK, data)
+        self._reply_ack(data)
 
     def _clear_pending(self) -> None:
         self.unacked = 0
@@ -229,7 +250,8 @@ class Receiver:
 
     def _coalesce(self, pkt: Packet) -> None:
         """``pkt`` was accepted: ACK it now if a threshold is reached, it is ECN-marked or it
-        completes the message; otherwise leave the ACK pending (armed on ``ack_delay``)."""
+        completes the message (in ``pkt``'s object: callers make this its last use); otherwise
+        leave the ACK pending (armed on ``ack_delay``)."""
         unacked = self.unacked + 1
         unacked_bytes = self.unacked_bytes + pkt.payload
         if (
@@ -243,7 +265,7 @@ class Receiver:
             self.last_unacked = None
             self.ack_deadline_ps = -1
             self.acks_sent += 1
-            self._reply(ACK, pkt)
+            self._reply_ack(pkt)
             return
         self.unacked = unacked
         self.unacked_bytes = unacked_bytes
