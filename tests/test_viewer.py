@@ -109,9 +109,12 @@ def test_cli_view_writes_and_refuses_foreign_files(saved: tuple[Path, Result], t
 def chromium() -> str:
     path = os.environ.get("SPRAYLAB_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
     if path is None:
-        pytest.fail(
-            "no chromium on PATH: install the system package (apt-get install chromium; .ci/run does)"
-        )
+        # CI (.ci/run installs it) must run the browser test; a developer machine without the
+        # system package skips it, so the README's test command works with only Python.
+        message = "no chromium on PATH: install the system package (apt-get install chromium; .ci/run does)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
     return path
 
 
