@@ -398,3 +398,59 @@ def test_check_rows_accepts_a_dag() -> None:
     rows = read_csv(b"id,src,dst,size,after\n0,0,1,1,\n1,1,2,1,0\n2,2,3,1,0 1\n", "d.csv")
     check_rows(rows, 4, "d.csv")
     assert rows[2].after == (0, 1)
+
+
+THREE_TIER_BUNDLED = """Nodes 16
+Tiers 3
+Podsize 8
+
+Tier 0
+Downlink_speed_Gbps 100
+Radix_Down 4
+Radix_Up 4
+Downlink_Latency_ns 500
+
+Tier 1
+Downlink_speed_Gbps 100
+Radix_Down 4
+Radix_Up 4
+Downlink_Latency_ns 500
+Bundle 2
+
+Tier 2
+Downlink_speed_Gbps 100
+Radix_Down 4
+Downlink_Latency_ns 500
+Bundle 2
+"""
+
+
+def test_htsim_bundle_belongs_to_the_tier_above(tmp_path: Path) -> None:
+    """htsim reads a tier's Bundle as the parallel links on each of its down links. Here: 4 ToRs
+    of 4 hosts, 2 pods; each ToR's 4 uplinks reach 2 aggregation switches of its pod twice (tier
+    1's Bundle 2); each aggregation switch's 4 uplinks reach 2 cores twice (tier 2's Bundle 2);
+    each core's 4 down ports reach one aggregation switch per pod twice."""
+    path = tmp_path / "bundled.topo"
+    path.write_text(THREE_TIER_BUNDLED)
+    fabric = build_fabric(
+        validate(
+            {"topology": {"kind": "imported", "file": str(path)}, "workload": {"kind": "permutation"}}
+        ).topology
+    )
+    tiers = Counter(fabric.switch_tier.values())
+    assert (fabric.n_hosts, tiers[1], tiers[2], tiers[3]) == (16, 4, 4, 4)
+    pairs = Counter(
+        frozenset((link.a, link.b))
+        for link in fabric.links
+        if link.a in fabric.switch_tier and link.b in fabric.switch_tier
+    )
+    assert set(pairs.values()) == {2}  # every switch pair is a bundle of two
+    assert len(fabric.links) == 16 + 4 * 4 + 4 * 4  # host links, ToR uplinks, aggregation uplinks
+    path.write_text(
+        THREE_TIER_BUNDLED.replace(
+            "Radix_Up 4\nDownlink_Latency_ns 500\n\nTier 1",
+            "Radix_Up 4\nDownlink_Latency_ns 500\nBundle 2\n\nTier 1",
+        )
+    )
+    with pytest.raises(ScenarioError, match="tier 0 Bundle = 2"):
+        validate({"topology": {"kind": "imported", "file": str(path)}, "workload": {"kind": "permutation"}})

@@ -373,28 +373,37 @@ def build_fabric(desc: FatTreeDescription) -> Fabric:
     pods = desc.nodes // podsize
     tors_per_pod = podsize // hosts_per_tor
 
+    # A tier's Bundle is the number of parallel links on each of its *down* links, as htsim reads
+    # it: tier 1's bundles the ToR-aggregation pairs, tier 2's the aggregation-core pairs.
     bundles = [_count(desc, t, "Bundle") or 1 for t in range(desc.tiers)]
-    up0 = _radix_up(desc, 0, hosts_per_tor)
-    if up0 % bundles[0]:
+    if bundles[0] != 1:
         raise FormatError(
-            f"{desc_name(desc)}: tier 0 Radix_Up = {up0} is not a multiple of its Bundle = {bundles[0]}"
+            f"{desc_name(desc)}: tier 0 Bundle = {bundles[0]}: a ToR's links down to hosts are single "
+            "(htsim requires 1; the ToR-aggregation bundle is tier 1's Bundle)"
         )
-    aggs_per_pod = up0 // bundles[0]  # every ToR reaches every switch above it in its pod
-    _expect_down(desc, 1, tors_per_pod * bundles[0], f"{tors_per_pod} ToRs per pod x Bundle {bundles[0]}")
+    b01 = bundles[1]
+    b12 = bundles[2] if desc.tiers == 3 else 1
+    up0 = _radix_up(desc, 0, hosts_per_tor)
+    if up0 % b01:
+        raise FormatError(
+            f"{desc_name(desc)}: tier 0 Radix_Up = {up0} is not a multiple of tier 1's Bundle = {b01}"
+        )
+    aggs_per_pod = up0 // b01  # every ToR reaches every switch above it in its pod
+    _expect_down(desc, 1, tors_per_pod * b01, f"{tors_per_pod} ToRs per pod x Bundle {b01}")
 
     fabric = Fabric(kind="imported", host_rate_bps=rates[0])
     for a in range(aggs_per_pod * pods):
         fabric.add_switch(f"agg{a}", 2)
     cores_per_group = 0
     if desc.tiers == 3:
-        up1 = _radix_up(desc, 1, tors_per_pod * bundles[0])
-        if up1 % bundles[1]:
+        up1 = _radix_up(desc, 1, tors_per_pod * b01)
+        if up1 % b12:
             raise FormatError(
-                f"{desc_name(desc)}: tier 1 Radix_Up = {up1} is not a multiple of its Bundle = {bundles[1]}"
+                f"{desc_name(desc)}: tier 1 Radix_Up = {up1} is not a multiple of tier 2's Bundle = {b12}"
             )
         # aggregation switch i of every pod reaches core group i, as in a k-ary fat-tree
-        cores_per_group = up1 // bundles[1]
-        _expect_down(desc, 2, pods * bundles[1], f"{pods} pods x Bundle {bundles[1]}")
+        cores_per_group = up1 // b12
+        _expect_down(desc, 2, pods * b12, f"{pods} pods x Bundle {b12}")
         for c in range(aggs_per_pod * cores_per_group):
             fabric.add_switch(f"core{c}", 3)
     for tor in range(tors):
@@ -405,13 +414,13 @@ def build_fabric(desc: FatTreeDescription) -> Fabric:
             fabric.add_link(fabric.hosts[host], name, rates[0], delays[0])
         pod = tor // tors_per_pod
         for a in range(aggs_per_pod):
-            for _ in range(bundles[0]):
+            for _ in range(b01):
                 fabric.add_link(name, f"agg{pod * aggs_per_pod + a}", rates[1], delays[1])
     if desc.tiers == 3:
         for pod in range(pods):
             for a in range(aggs_per_pod):
                 for c in range(cores_per_group):
-                    for _ in range(bundles[1]):
+                    for _ in range(b12):
                         fabric.add_link(
                             f"agg{pod * aggs_per_pod + a}",
                             f"core{a * cores_per_group + c}",
