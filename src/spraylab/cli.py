@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -617,6 +618,31 @@ def _first_comment(path: Path) -> str:
     return ""
 
 
+T = TypeVar("T")
+
+
+def run_with_progress(call: Callable[[Any], T], progress: bool) -> T:
+    """``call(display)`` with a progress display on stderr, SIGTERM ending it as Ctrl-C does (the
+    store keeps what finished), and executor or store problems reported as one usage error.
+    Shared by ``sweep`` and ``study run``."""
+    import signal
+
+    from spraylab.executors import ExecutorError
+    from spraylab.store import StoreError, StoreLocked
+    from spraylab.sweep_progress import SweepProgress
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        return call(SweepProgress(err_console, enabled=progress))
+    except (ExecutorError, StoreLocked, StoreError) as exc:
+        raise UsageError(str(exc)) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 @app.command("sweep")
 def sweep_command(
     sweep: Annotated[
@@ -656,15 +682,13 @@ def sweep_command(
     """Run a sweep (the cartesian product of its axes) into a resumable results store; an
     interrupted sweep reruns only the missing runs. Exit code 1 if a run failed, 3 if a run
     stopped before its workload finished (it is stored as incomplete)."""
-    import signal
 
-    from spraylab.executors import EXECUTORS, ExecutorError
+    from spraylab.executors import EXECUTORS
     from spraylab.output import check_target
-    from spraylab.store import Store, StoreError, StoreLocked
+    from spraylab.store import Store, StoreError
     from spraylab.study.command import is_study_file
     from spraylab.study.command import run as run_study
     from spraylab.sweep import Sweep, plan, run_sweep
-    from spraylab.sweep_progress import SweepProgress
 
     if is_study_file(sweep):  # a study: its sweeps into one store (spraylab study run)
         run_study(sweep, out, jobs, executor, address, force, dry_run, progress, reuse_other_versions, None)
@@ -708,20 +732,13 @@ def sweep_command(
             console.print(f"  {point.key}  {state:<10}  {point.label}", markup=False, highlight=False)
         return
 
-    def terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    display = SweepProgress(err_console, enabled=progress)
-    try:
-        outcome = run_sweep(
+    outcome = run_with_progress(
+        lambda display: run_sweep(
             definition, target, jobs=jobs, executor=executor, address=address, force=force, events=display,
             reuse_other_versions=reuse_other_versions,
-        )  # fmt: skip
-    except (ExecutorError, StoreLocked, StoreError) as exc:
-        raise UsageError(str(exc)) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        ),
+        progress,
+    )  # fmt: skip
     console.print(outcome.line(), markup=False, highlight=False)
     if outcome.failed:
         console.print(

@@ -112,6 +112,19 @@ class Simulator:
         self._current_bucket = bucket
         return current
 
+    def _checkpoint(self, n: int, event_cap: int, start: float, max_wall_s: float | None) -> str:
+        """Every 65,536 events: the budgets and the progress report. Returns the stop reason,
+        or "idle" to go on."""
+        if n >= event_cap:
+            return "event_budget"
+        elapsed = time.perf_counter() - start
+        if self._progress is not None:
+            self.events = n
+            self._progress(self, elapsed)
+        if max_wall_s is not None and elapsed > max_wall_s:
+            return "wall_budget"
+        return "idle"
+
     def run(
         self,
         until_ps: int | None = None,
@@ -125,7 +138,6 @@ class Simulator:
         limit = until_ps if until_ps is not None else 1 << 62
         event_cap = self.events + max_events if max_events is not None else 1 << 62
         start = time.perf_counter()
-        progress = self._progress
         n = self.events
         reason = "idle"
         base = -1  # n when the plain loop below started on the current bucket, -1 outside it
@@ -158,15 +170,8 @@ class Simulator:
                         n += 1
                         fn(arg)
                         if not n & 0xFFFF:
-                            if n >= event_cap:
-                                reason = "event_budget"
-                                break
-                            elapsed = time.perf_counter() - start
-                            if progress is not None:
-                                self.events = n
-                                progress(self, elapsed)
-                            if max_wall_s is not None and elapsed > max_wall_s:
-                                reason = "wall_budget"
+                            reason = self._checkpoint(n, event_cap, start, max_wall_s)
+                            if reason != "idle":
                                 break
                     i = n - base
                     base = -1
@@ -191,15 +196,8 @@ class Simulator:
                 n += 1
                 fn(arg)
                 if not n & 0xFFFF:
-                    if n >= event_cap:
-                        reason = "event_budget"
-                        break
-                    elapsed = time.perf_counter() - start
-                    if progress is not None:
-                        self.events = n
-                        progress(self, elapsed)
-                    if max_wall_s is not None and elapsed > max_wall_s:
-                        reason = "wall_budget"
+                    reason = self._checkpoint(n, event_cap, start, max_wall_s)
+                    if reason != "idle":
                         break
         except StopSimulation as stop:
             reason = str(stop) or "done"

@@ -22,6 +22,7 @@ import numpy as np
 
 from spraylab.fluid.engine import PS_PER_S, FluidOutcome, FluidRun, _latency_ps, _Routes, wire_bytes
 from spraylab.fluid.l0_split import SplitPaths
+from spraylab.fluid.routing import FluidFabric
 
 __all__ = ["simulate_l0", "phases"]
 
@@ -91,21 +92,7 @@ def _simulate_split(run: FluidRun, split: SplitPaths) -> FluidOutcome:
         busy = load / cap
         start[members] = t0
         finish[members] = t0 + split.busiest(members, busy) + lat[members]
-    end = float(finish.max(initial=0.0))
-    return FluidOutcome(
-        start,
-        finish,
-        ideal,
-        bound,
-        tx,
-        ff.rate_bps.astype(float),
-        np.ones(ff.n_links, dtype=bool),
-        int(round(end)),
-        0,
-        0,
-        n_phases,
-        "done" if (finish >= 0).all() else "idle",
-    )
+    return _outcome(start, finish, ideal, bound, tx, ff, n_phases)
 
 
 def simulate_l0(run: FluidRun) -> FluidOutcome:
@@ -153,16 +140,28 @@ def simulate_l0(run: FluidRun) -> FluidOutcome:
     for j, stage in enumerate(routes.pools):
         caps = ff.rate_bps[list(stage)].astype(float)
         tx_real[list(stage)] += tx[real + j] * caps / caps.sum()
-    end = float(finish.max(initial=0.0))
+    return _outcome(start, finish, ideal, bound, tx_real, ff, n_phases)
+
+
+def _outcome(
+    start: np.ndarray,
+    finish: np.ndarray,
+    ideal: np.ndarray,
+    bound: np.ndarray,
+    tx: np.ndarray,
+    ff: FluidFabric,
+    n_phases: int,
+) -> FluidOutcome:
+    """An L0 result: every link up at its full rate, no rate solves, one step per phase."""
     return FluidOutcome(
         start,
         finish,
         ideal,
         bound,
-        tx_real,
+        tx,
         ff.rate_bps.astype(float),
         np.ones(ff.n_links, dtype=bool),
-        int(round(end)),
+        int(round(float(finish.max(initial=0.0)))),
         0,
         0,
         n_phases,

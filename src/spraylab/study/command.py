@@ -81,15 +81,12 @@ def run(
     reuse_other_versions: bool,
     profile: str | None,
 ) -> None:
-    import signal
-
-    from spraylab.cli import UsageError
-    from spraylab.executors import EXECUTORS, ExecutorError
-    from spraylab.store import Store, StoreError, StoreLocked
+    from spraylab.cli import UsageError, run_with_progress
+    from spraylab.executors import EXECUTORS
+    from spraylab.store import Store, StoreError
     from spraylab.study.definition import Study
     from spraylab.study.run import run_study
     from spraylab.sweep import plan
-    from spraylab.sweep_progress import SweepProgress
 
     console, err_console = _console()
     if executor not in EXECUTORS:
@@ -121,21 +118,14 @@ def run(
             )
         return
 
-    def terminate(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, terminate)
-    display = SweepProgress(err_console, enabled=progress)
-    try:
-        outcome = run_study(
+    outcome = run_with_progress(
+        lambda display: run_study(
             study, target, jobs=jobs, executor=executor, address=address, force=force, events=display,
             reuse_other_versions=reuse_other_versions,
             log=lambda line: err_console.print(line, markup=False, highlight=False),
-        )  # fmt: skip
-    except (ExecutorError, StoreLocked, StoreError) as exc:
-        raise UsageError(str(exc)) from None
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+        ),
+        progress,
+    )  # fmt: skip
     for line in outcome.lines():
         console.print(line, markup=False, highlight=False)
     console.print(
