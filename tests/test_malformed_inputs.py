@@ -156,6 +156,7 @@ CASES: dict[str, Case] = {
         ("transport.recovery", "tcp", "'gbn', 'ideal' or 'sr'"), transport={"recovery": "tcp"}
     ),
     "transport_zero_mtu": bad(("transport.mtu", "0", "greater than 0"), transport={"mtu": 0}),
+    "transport_bad_window": bad(("transport.window", "lots", "'bdp'"), transport={"window": "lots"}),
     "transport_zero_ack_every": bad(
         ("transport.ack_every", "0", "ack_every_bytes"), transport={"ack_every": 0}
     ),

@@ -32,6 +32,7 @@ from spraylab.config_errors import ScenarioError, format_errors, read_toml
 from spraylab.config_overrides import apply_override, set_dotted, switch_scheme
 from spraylab.config_types import (
     Bytes,
+    BytesOrBdp,
     PositiveBytes,
     PositiveTimePs,
     RateBps,
@@ -177,7 +178,7 @@ class TransportSection(Section):
     ack_every: int = param(_TRANSPORT, "ack_every", ge=0)
     ack_every_bytes: Bytes = param(_TRANSPORT, "ack_every_bytes")
     ack_delay: TimePs = param(_TRANSPORT, "ack_delay_ps")
-    window: Bytes = param(_TRANSPORT, "window_bytes")
+    window: BytesOrBdp = param(_TRANSPORT, "window_bytes")
     dcqcn: DcqcnSection = DcqcnSection()
 
     @field_validator("cc")

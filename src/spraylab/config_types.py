@@ -21,6 +21,18 @@ PositiveBytes = Annotated[int, BeforeValidator(parse_bytes), Field(gt=0)]
 TimePs = Annotated[int, BeforeValidator(parse_time_ps), Field(ge=0)]
 PositiveTimePs = Annotated[int, BeforeValidator(parse_time_ps), Field(gt=0)]
 
+
+def _bytes_or_bdp(value: Any) -> int | str:
+    if value == "bdp":
+        return value
+    try:
+        return parse_bytes(value)
+    except ValueError as error:
+        raise ValueError(f"{error}; or 'bdp' (one base round trip at line rate)") from None
+
+
+BytesOrBdp = Annotated[int | str, BeforeValidator(_bytes_or_bdp)]
+
 P = TypeVar("P")
 
 

@@ -137,7 +137,7 @@ KEY_DOCS: dict[str, str] = {
     "transport.ack_every": "an ACK per this many accepted packets (0 = off)",
     "transport.ack_every_bytes": "an ACK per this many payload bytes (0 = off)",
     "transport.ack_delay": "an ACK this long after the first unacknowledged packet (0 = off)",
-    "transport.window": "cap on bytes in flight per flow (0 = none)",
+    "transport.window": 'cap on bytes in flight per flow: 0 = none, "bdp" = one base round trip of its route at line rate',
     "transport.dcqcn": "DCQCN reaction-point parameters (docs/congestion-control.md)",
     "transport.dcqcn.g": "alpha's EWMA gain",
     "transport.dcqcn.alpha_timer": "alpha update period",

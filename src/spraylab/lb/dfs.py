@@ -102,7 +102,7 @@ from pydantic import Field
 
 from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.metrics.paths import flow_path
-from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
+from spraylab.net.framing import data_wire_bytes
 from spraylab.net.routes import trace_route
 from spraylab.transport.qp import PS_BITS
 
@@ -283,18 +283,8 @@ class DynamicFlowSpraying(LoadBalancer):
         cached = self._route_cache.get(key)
         if cached is not None:
             return cached
-        data_bytes = data_wire_bytes(qp.mtu)
         route = trace_route(self.net, qp.src, qp.dst)
-        rtt = (
-            first.delay_ps
-            + data_bytes * first.ps_per_byte
-            + first.delay_ps
-            + ACK_WIRE_BYTES * first.ps_per_byte
-        )
-        for hop in route.hops[1:]:
-            port = hop.port
-            rtt += 2 * port.delay_ps + (data_bytes + ACK_WIRE_BYTES) * port.ps_per_byte
-        info = (max(1, route.paths), float(rtt))
+        info = (max(1, route.paths), route.base_rtt_ps(qp.mtu))
         self._route_cache[key] = info
         return info
 

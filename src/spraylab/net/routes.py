@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
+
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
@@ -120,6 +122,22 @@ class Route:
         for h in self.hops:
             n *= h.fanout
         return n
+
+    def base_rtt_ps(self, mtu_bytes: int) -> float:
+        """Round trip of a full data packet out and its ACK back over this route's links with
+        every queue empty: propagation both ways plus each frame's serialization per hop."""
+        data_bytes = data_wire_bytes(mtu_bytes)
+        first = self.hops[0].port
+        rtt = (
+            first.delay_ps
+            + data_bytes * first.ps_per_byte
+            + first.delay_ps
+            + ACK_WIRE_BYTES * first.ps_per_byte
+        )
+        for hop in self.hops[1:]:
+            port = hop.port
+            rtt += 2 * port.delay_ps + (data_bytes + ACK_WIRE_BYTES) * port.ps_per_byte
+        return float(rtt)
 
 
 def trace_route(

@@ -51,7 +51,9 @@ class TransportParams:
     ack_every: int = 1  # ACK every n accepted packets; 0 = off (see transport.receiver)
     ack_every_bytes: int = 0  # ... or every n payload bytes; 0 = off
     ack_delay_ps: int = 0  # ... or this long after the first unacknowledged packet; 0 = off
-    window_bytes: int = 0  # 0 = no window cap
+    # Cap on bytes in flight per flow: 0 = none, or "bdp" = one base round trip of the flow's
+    # route at line rate (IRN's BDP-FC; ConnectX's lossy-RoCE "TX window", off by default).
+    window_bytes: int | str = 0
     dcqcn: DcqcnParams = DcqcnParams()
 
     def __post_init__(self) -> None:

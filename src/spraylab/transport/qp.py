@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from spraylab.net.drops import no_drops
 from spraylab.net.framing import data_wire_bytes
 from spraylab.net.packet import DATA, Packet
-from spraylab.net.routes import packet_hash
+from spraylab.net.routes import packet_hash, trace_route
 from spraylab.transport.cc.base import CONGESTION_CONTROLS, CongestionControl
 from spraylab.transport.params import TransportParams
 from spraylab.transport.recovery.base import RECOVERIES, Recovery
@@ -121,9 +121,7 @@ class QueuePair:
         self.entropy = net.flow_rng.getrandbits(16)
         self.flow_hash = packet_hash(self.flow_id, self.entropy)  # the header hash on that entropy
         self.psn_window = NO_WINDOW
-        self.window_cap_packets = (
-            max(1, params.window_bytes // self.full_wire_bytes) if params.window_bytes else NO_WINDOW
-        )
+        self.window_cap_packets = self._window_cap(net, params.window_bytes, line_rate_bps)
         self.window_packets = self.window_cap_packets
         self.lb: Any = None
         self.lb_state: Any = None
@@ -156,6 +154,16 @@ class QueuePair:
         self._ack_hook = _both(
             optional_hook(recovery, "on_ack", Recovery), optional_hook(cc, "on_ack", CongestionControl)
         )
+
+    def _window_cap(self, net: Network, window: int | str, line_rate_bps: int) -> int:
+        """``transport.window`` in packets: the full-size frames that fit in its bytes, or for
+        "bdp" the frames that fill one base round trip of this flow's route at line rate."""
+        if window == "bdp":
+            rtt_ps = trace_route(net, self.src, self.dst).base_rtt_ps(self.mtu)
+            return max(1, -(-int(line_rate_bps * rtt_ps / PS_BITS) // self.full_wire_bytes))
+        if not window:
+            return NO_WINDOW
+        return max(1, int(window) // self.full_wire_bytes)
 
     # --- rate and window (the congestion control sets them) -------------------------------
     def set_rate(self, rate_bps: float) -> None:
