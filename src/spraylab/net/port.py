@@ -210,6 +210,7 @@ class Port:
         else:
             busy = now
         size = pkt.size
+        pkt.via = self
         if buffer is not None:
             buffer.added_bytes += size
         depart = busy + size * self.ps_per_byte
@@ -260,6 +261,7 @@ class Port:
         sim = self.sim
         now = sim.now
         size = pkt.size
+        pkt.via = self
         if self.buffer is not None:
             self.buffer.added_bytes += size
         ser = int(size * self.ps_per_byte)
@@ -295,6 +297,7 @@ class PfcPort(Port):
         if backlog > self.kmin and not self.mark_at_dequeue and pkt.kind == DATA and self._mark(backlog):
             pkt.ecn = True
             self.ecn_marks += 1
+        pkt.via = self
         self.data_queue.append(pkt)
         backlog += pkt.size
         self.queued_bytes = backlog
@@ -304,6 +307,7 @@ class PfcPort(Port):
             self._start_next()
 
     def send_control(self, pkt: Packet) -> None:
+        pkt.via = self
         self.ctrl_queue.append(pkt)
         if not self.transmitting:
             self._start_next()
@@ -396,8 +400,11 @@ class IngressCounter:
 
 def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) -> None:
     """Every drop goes through here, with its cause (``spraylab.net.drops``): counted for the
-    network (the conservation check reads these counters), for the packet's flow and, when
-    the drop happens at an egress ``port``, for that port. A recovery mode that watches losses
+    network (the conservation check reads these counters), for the packet's flow and for one
+    port: the egress ``port`` where it happened (buffer, link down, random loss) or, for a drop
+    inside a node (no route, a ToR program, the receiving RNIC), the port whose link brought the
+    packet there (``pkt.via``). So the links table's drop columns add up to the network's, cause
+    by cause (``check_conservation``). A recovery mode that watches losses
     (the ideal transport's oracle notice) sees it through ``QueuePair.drop_hook`` (its
     ``on_drop``; None for the other modes, which pay this one attribute test).
 
@@ -408,7 +415,9 @@ def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) 
     if ingress is not None:
         pkt.ingress = None
         ingress.release(pkt.size)
-    if port is not None:
+    if port is None:
+        port = pkt.via
+    if port is not None:  # None only for a packet that never left its sender: the check fails
         port.drops += 1
         port.drops_by_cause[cause] += 1
     qp = pkt.qp
