@@ -374,7 +374,9 @@ class Monitor:
             cols["t_ps"].append(now)
             cols["dt_ps"].append(dt)
             self._switch_id.append(i)
-            cols["buffer_bytes"].append(sum(queues))
+            # the packets a ToR program holds in the shared buffer (lossy fabrics) occupy it too
+            held = switch.buffer.held_bytes if switch.buffer is not None else 0
+            cols["buffer_bytes"].append(sum(queues) + held)
             cols["max_port_queue_bytes"].append(max(queues, default=0))
 
     # --- results ------------------------------------------------------------------------------
