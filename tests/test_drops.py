@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from spraylab.config import ScenarioError, validate
 from spraylab.metrics.result import Result
 from spraylab.net.drops import DROP_CAUSES
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
+from spraylab.study.metrics import METRICS
 
 HEADER = DATA_OVERHEAD_BYTES  # RoCEv2 framing per data packet
 MTU = 4096
@@ -325,3 +327,26 @@ def test_links_table_conserves_drops_for_every_cause() -> None:
             at = links[links[f"drops_{name}"] > 0]
             assert set(at["role"]) <= roles, name
     assert all(seen.values()), seen  # every cause was exercised
+
+
+def test_event_link_drops_counts_the_link_s_own_losses_only() -> None:
+    """The study metric ``event_link_drops`` (claim 3: completion less one hold timeout per
+    link drop) counts what the event's link itself lost, at its ports. Resequencer drops of
+    packets that crossed that link are counted on it in the links table (where they died is
+    the ToR at its far end) but are not the link's losses."""
+    data = scenario(
+        {"leaves": 2, "spines": 4, "hosts_per_leaf": 4,
+         "events": [{"at": 0, "link": ["spine0", "leaf1"], "action": "loss", "loss_rate": 0.01}]},
+        {"kind": "permutation", "size": "1MB"},
+        lb={"scheme": "tor_assist", "window": 2}, transport={"recovery": "gbn"},
+    )  # fmt: skip
+    result = run(data)
+    point = SimpleNamespace(scenario=lambda: validate(data), result=lambda: result)
+    links = result.links
+    on_link = links[
+        ((links["from"] == "spine0") & (links["to"] == "leaf1"))
+        | ((links["from"] == "leaf1") & (links["to"] == "spine0"))
+    ]
+    own = int(on_link[["drops_buffer", "drops_link_down", "drops_random_loss"]].to_numpy().sum())
+    assert own > 0 and int(on_link["drops_resequencer"].sum()) > 0  # both kinds are on this link
+    assert METRICS["event_link_drops"].compute(point, None) == own < int(on_link["drops"].sum())

@@ -175,8 +175,8 @@ class Port:
         and so is every data packet still queued on a dequeue-marking port (its delivery looks
         the callback up when it arrives) or on a lossless port (``PfcPort.link_down``). Packets
         that found the port idle and control frames already on the wire (at most one
-        serialization plus the propagation delay) still arrive. The check is the link's first delivery stage (``spraylab.net.link``), so working
-        links pay nothing for it."""
+        serialization plus the propagation delay) still arrive. The check is the link's first
+        delivery stage (``spraylab.net.link``), so working links pay nothing for it."""
         self.link.fail()
 
     def link_down(self) -> None:
@@ -438,9 +438,9 @@ def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) 
     port: the egress ``port`` where it happened (buffer, link down, random loss) or, for a drop
     inside a node (no route, a ToR program, the receiving RNIC), the port whose link brought the
     packet there (``pkt.via``). So the links table's drop columns add up to the network's, cause
-    by cause (``check_conservation``). A recovery mode that watches losses
-    (the ideal transport's oracle notice) sees it through ``QueuePair.drop_hook`` (its
-    ``on_drop``; None for the other modes, which pay this one attribute test).
+    by cause (``check_conservation``). A recovery mode that watches losses (the ideal
+    transport's oracle notice) sees it through ``QueuePair.drop_hook`` (its ``on_drop``; None
+    for the other modes, which pay this one attribute test).
 
     A data packet still counted by a lossless switch's ingress accounting (dropped inside
     the switch: no route, a ToR program's resequencer) leaves the buffer here, so its bytes
