@@ -49,6 +49,8 @@ RUNS: dict[str, tuple[dict[str, Any], dict[str, Any], str, str]] = {
     "ls_drill_sr": (LEAF_SPINE, {"scheme": "drill"}, "sr", "dcqcn"),
     "ls_adaptive_flow_sr": (LEAF_SPINE, {"scheme": "adaptive", "granularity": "flow"}, "sr", "dcqcn"),
     "ls_tor_assist_sr": (LEAF_SPINE, {"scheme": "tor_assist"}, "sr", "dcqcn"),
+    # go-back-N: ToR-assist's reorder mode (its rings hold packets in the shared buffer)
+    "ls_tor_assist_reorder_gbn": (LEAF_SPINE, {"scheme": "tor_assist"}, "gbn", "dcqcn"),
     "ft_ecmp_sr": (FAT_TREE, {"scheme": "ecmp"}, "sr", "dcqcn"),
     "ft_spray_rr_ideal": (FAT_TREE, {"scheme": "spray_rr"}, "ideal", "none"),
     "ft_reps_sr": (FAT_TREE, {"scheme": "reps"}, "sr", "dcqcn"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -25,6 +26,7 @@ from spraylab.config import ScenarioError, validate
 from spraylab.metrics.result import Result
 from spraylab.net.drops import DROP_CAUSES
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
+from spraylab.study.metrics import METRICS
 
 HEADER = DATA_OVERHEAD_BYTES  # RoCEv2 framing per data packet
 MTU = 4096
@@ -68,7 +70,12 @@ def test_partitioned_fabric_counts_no_route_drops() -> None:
     assert s["drops_no_route"] + c["in_flight"] == c["injected"] == s["packets_sent"]
     assert s["drops"] == s["drops_total"] == s["drops_no_route"]
     assert int(result.flows["drops_no_route"].sum()) == s["drops_no_route"]
-    assert int(result.links["drops"].sum()) == 0  # no port dropped anything: it was the switch
+    # no port dropped anything: the switch did, and the links table counts the drops on the
+    # link they arrived over (h0's uplink into leaf0)
+    links = result.links
+    dropped = links[links["drops"] > 0]
+    assert list(dropped["to"]) == ["leaf0"] and list(dropped["role"]) == ["host_up"]
+    assert int(dropped["drops_no_route"].sum()) == int(dropped["drops"].sum()) == s["drops_no_route"]
 
 
 def test_resequencer_and_tor_filter_drops_are_counted() -> None:
@@ -84,7 +91,10 @@ def test_resequencer_and_tor_filter_drops_are_counted() -> None:
     assert s["drops_resequencer"] == s["lb.reseq_overflow_drops"] + s["lb.reseq_duplicate_drops"] > 0
     assert s["drops"] >= s["drops_resequencer"]
     assert int(reorder.flows["drops_resequencer"].sum()) == s["drops_resequencer"]
-    assert "drops_resequencer" not in reorder.links  # not a port's drop
+    # counted on the links into the ToRs that hold the rings (no port's own drop)
+    at = reorder.links[reorder.links["drops_resequencer"] > 0]
+    assert int(at["drops_resequencer"].sum()) == s["drops_resequencer"]
+    assert set(at["to"]) <= {"leaf0", "leaf1"} and set(at["role"]) == {"downlink"}
 
     nack_filter = run(scenario(topo, work, lb={"scheme": "tor_assist"}, transport={"recovery": "sr"}))
     s = nack_filter.summary
@@ -269,3 +279,74 @@ def test_bound_search_by_hops_equals_dijkstra_on_a_uniform_fabric(monkeypatch) -
     monkeypatch.setattr(fct_bound._Distances, "__init__", no_shortcut)
     assert fct_bound.fct_lower_bounds_ps(sim.net, sim.net.qps) == by_hops == sim.fct_bound
     assert min(by_hops) > 0
+
+
+def _link_drops(result: Result) -> dict[str, int]:
+    return {name: int(result.links[f"drops_{name}"].sum()) for name in DROP_CAUSES}
+
+
+def test_links_table_conserves_drops_for_every_cause() -> None:
+    """Invariant: the links table accounts for every drop. Each packet dies at one place, so
+    summing a drop column over the links gives the summary's count of that cause, for all
+    seven causes; a drop inside a node (no route, a ToR's ring or filter, the RNIC) is counted
+    on the link it arrived over, whose ``to`` is that node. Three runs that together lose
+    packets to every cause (regression: no_route, resequencer, tor_filter and beyond_bitmap
+    were in the summary but in no per-port column)."""
+    topo = {"leaves": 2, "spines": 4, "hosts_per_leaf": 4}
+    work = {"kind": "permutation", "size": "1MB"}
+    events = [
+        {"at": "5us", "link": ["leaf0", "spine1"], "action": "loss", "loss_rate": 0.01},
+        {"at": "20us", "link": ["leaf1", "spine2"], "action": "down", "convergence": "20us"},
+    ]
+    # reorder ring of 2 over go-back-N, a small shared buffer, a lossy and a failed link
+    reorder = run(
+        scenario({**topo, "events": events}, work, lb={"scheme": "tor_assist", "window": 2},
+                 transport={"recovery": "gbn"}, switch={"buffer": "200KB"})
+    )  # fmt: skip
+    nack_filter = run(scenario(topo, work, lb={"scheme": "tor_assist"}, transport={"recovery": "sr"}))
+    partitioned = run(
+        scenario(
+            {"leaves": 2, "spines": 1, "hosts_per_leaf": 1,
+             "events": [{"at": 0, "link": ["leaf1", "spine0"], "action": "down"}]},
+            {"kind": "random_pairs", "flows": 1, "size": "64KB"},
+            run={"time_limit": "200us"}, transport={"rto": "20us"},
+        )
+    )  # fmt: skip
+    seen = dict.fromkeys(DROP_CAUSES, 0)
+    for result in (reorder, nack_filter, partitioned):
+        assert _link_drops(result) == drops(result)
+        links = result.links
+        columns = [f"drops_{name}" for name in DROP_CAUSES]
+        assert (links[columns].sum(axis=1) == links["drops"]).all()
+        assert int(links["drops"].sum()) == result.summary["drops_total"]
+        for name, count in drops(result).items():
+            seen[name] += count
+        # where each node cause was counted: the link into the node that dropped it
+        for name, roles in (("resequencer", {"downlink"}), ("tor_filter", {"host_up"}),
+                            ("beyond_bitmap", {"host_down"}), ("no_route", {"host_up"})):  # fmt: skip
+            at = links[links[f"drops_{name}"] > 0]
+            assert set(at["role"]) <= roles, name
+    assert all(seen.values()), seen  # every cause was exercised
+
+
+def test_event_link_drops_counts_the_link_s_own_losses_only() -> None:
+    """The study metric ``event_link_drops`` (claim 3: completion less one hold timeout per
+    link drop) counts what the event's link itself lost, at its ports. Resequencer drops of
+    packets that crossed that link are counted on it in the links table (where they died is
+    the ToR at its far end) but are not the link's losses."""
+    data = scenario(
+        {"leaves": 2, "spines": 4, "hosts_per_leaf": 4,
+         "events": [{"at": 0, "link": ["spine0", "leaf1"], "action": "loss", "loss_rate": 0.01}]},
+        {"kind": "permutation", "size": "1MB"},
+        lb={"scheme": "tor_assist", "window": 2}, transport={"recovery": "gbn"},
+    )  # fmt: skip
+    result = run(data)
+    point = SimpleNamespace(scenario=lambda: validate(data), result=lambda: result)
+    links = result.links
+    on_link = links[
+        ((links["from"] == "spine0") & (links["to"] == "leaf1"))
+        | ((links["from"] == "leaf1") & (links["to"] == "spine0"))
+    ]
+    own = int(on_link[["drops_buffer", "drops_link_down", "drops_random_loss"]].to_numpy().sum())
+    assert own > 0 and int(on_link["drops_resequencer"].sum()) > 0  # both kinds are on this link
+    assert METRICS["event_link_drops"].compute(point, None) == own < int(on_link["drops"].sum())

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spraylab.net.drops import DROP_CAUSES, PORT_CAUSES
+from spraylab.net.drops import DROP_CAUSES, N_CAUSES
 from spraylab.net.host import Host
 from spraylab.net.packet import Packet
 from spraylab.net.port import PfcPort, Port
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from spraylab.net.network import Network
 
 PORT_ROLES = ("uplink", "downlink", "host_up", "host_down")
-PORT_DROP_COLUMNS = tuple(f"drops_{DROP_CAUSES[c]}" for c in PORT_CAUSES)
+PORT_DROP_COLUMNS = tuple(f"drops_{name}" for name in DROP_CAUSES)  # as the links table
 PORT_COLUMNS = (
     "t_ps", "dt_ps", "link", "tx_bytes", "tx_packets", "queue_bytes", "queue_max_bytes", "ecn_marks",
     *PORT_DROP_COLUMNS, "paused_ps",
@@ -242,7 +242,7 @@ class Monitor:
         # cumulative counters at the previous sample
         n = len(self.ports)
         self._prev_ecn = [0] * n
-        self._prev_drops = [[0] * len(PORT_CAUSES) for _ in range(n)]
+        self._prev_drops = [[0] * N_CAUSES for _ in range(n)]
         self._prev_paused = [0] * n
         self._prev_flow = [(0, 0, 0)] * len(self.qps)  # delivered bytes, CNPs, retransmissions
         self._port_cols: dict[str, array[int]] = {c: array("q") for c in PORT_COLUMNS if c != "link"}
@@ -336,8 +336,8 @@ class Monitor:
             self._prev_ecn[i] = ecn
             prev = self._prev_drops[i]
             by_cause = port.drops_by_cause
-            for j, cause in enumerate(PORT_CAUSES):
-                value = by_cause[cause]
+            for j in range(N_CAUSES):
+                value = by_cause[j]
                 drop_cols[j].append(value - prev[j])
                 prev[j] = value
             paused_col.append(paused - self._prev_paused[i])
@@ -374,7 +374,9 @@ class Monitor:
             cols["t_ps"].append(now)
             cols["dt_ps"].append(dt)
             self._switch_id.append(i)
-            cols["buffer_bytes"].append(sum(queues))
+            # the packets a ToR program holds in the shared buffer (lossy fabrics) occupy it too
+            held = switch.buffer.held_bytes if switch.buffer is not None else 0
+            cols["buffer_bytes"].append(sum(queues) + held)
             cols["max_port_queue_bytes"].append(max(queues, default=0))
 
     # --- results ------------------------------------------------------------------------------

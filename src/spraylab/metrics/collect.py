@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from spraylab.metrics.result import Result, percentile, size_bucket
-from spraylab.net.drops import DROP_CAUSES, NETWORK_CAUSES, PORT_CAUSES
+from spraylab.net.drops import DROP_CAUSES, NETWORK_CAUSES
 from spraylab.net.framing import (
     ACK_WIRE_BYTES,
     CNP_WIRE_BYTES,
@@ -55,7 +55,8 @@ def ideal_fct_ps(net: Network, src: int, dst: int, size_bytes: int, mtu: int) ->
 
 
 FLOW_DROP_COLUMNS = tuple(f"drops_{name}" for name in DROP_CAUSES)
-LINK_DROP_COLUMNS = tuple(f"drops_{DROP_CAUSES[c]}" for c in PORT_CAUSES)
+# Every cause: a drop inside a node is counted on the link the packet arrived over (sim_drop).
+LINK_DROP_COLUMNS = FLOW_DROP_COLUMNS
 FLOW_COLUMNS = (
     "flow_id", "src", "dst", "group", "size_bytes", "start_ps", "finish_ps", "fct_ps", "ideal_fct_ps",
     "fct_bound_ps", "slowdown", "throughput_bps", "completed", "censored", "acked_ps", "packets_sent", "retx_packets",
@@ -165,7 +166,7 @@ def link_rows(net: Network, duration_ps: int) -> list[dict[str, Any]]:
                 "utilization": port.tx_bytes / capacity_bytes if capacity_bytes else 0.0,
                 "max_queue_bytes": port.max_queue_bytes,
                 "drops": port.drops,
-                **{column: port.drops_by_cause[c] for column, c in zip(LINK_DROP_COLUMNS, PORT_CAUSES)},
+                **dict(zip(LINK_DROP_COLUMNS, port.drops_by_cause)),
                 "ecn_marks": port.ecn_marks,
                 "pfc_pauses": port.pauses_received,
                 "paused_ps": port.paused_ps,

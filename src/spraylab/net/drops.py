@@ -1,5 +1,5 @@
 """Why a packet was lost: one small-int cause per drop, counted per network, per flow and
-(for the causes that happen at an egress port) per port.
+per port (where it happened, or for a drop inside a node the port it arrived through).
 
 Plain ints indexing plain lists, like the packet kinds: a drop costs a few list-item
 increments, never a dict lookup or a string.
@@ -32,7 +32,8 @@ BEYOND_BITMAP = 6
 
 DROP_CAUSES = ("buffer", "link_down", "no_route", "random_loss", "resequencer", "tor_filter", "beyond_bitmap")
 N_CAUSES = len(DROP_CAUSES)
-# The causes that happen at an egress port (the links table has one column for each).
+# The causes that happen at an egress port; the others happen inside a node and are counted on
+# the link the packet arrived over (``sim_drop``), so the links table has a column for each cause.
 PORT_CAUSES = (BUFFER, LINK_DOWN, RANDOM_LOSS)
 # Lost before reaching the receiving host: the summary's ``drops`` (every cause but the RNIC's).
 NETWORK_CAUSES = tuple(c for c in range(N_CAUSES) if c != BEYOND_BITMAP)

@@ -9,6 +9,8 @@ this order:
 1. **failure** (``down``): the link is dead; the packet is lost (``LINK_DOWN``) and no later
    stage sees it. First, because nothing crosses a dead link: a dead link draws no random
    loss and its losses are all counted as ``LINK_DOWN``, whatever the order of the events.
+   PFC frames do not cross it either (``IngressCounter``), and at the failure a lossless port
+   flushes its queue and its pause state (``PfcPort.link_down``).
 2. **random loss** (``loss_rate``): each packet is lost with that probability (``RANDOM_LOSS``,
    bit errors). Before the peer's accounting, so a corrupted frame never counts as buffered
    at the peer, and only a lossy link pays for the draw.
@@ -65,12 +67,14 @@ class Link:
 
     # --- stage changes ------------------------------------------------------------------
     def fail(self) -> None:
-        """The link goes down for good (stage 1); the port reads as down to load balancers."""
+        """The link goes down for good (stage 1); the port reads as down to load balancers,
+        and a lossless port flushes its queue and forgets its PFC state (``PfcPort.link_down``)."""
         if self.down:
             return
         self.port.up = False
         self.down = True
         self.rebuild()
+        self.port.link_down()
 
     def set_loss(self, loss_rate: float, random: Callable[[], float]) -> None:
         """From now on each packet is lost with ``loss_rate`` (stage 2), drawn from

@@ -29,7 +29,9 @@ class Packet:
     ``entropy`` (the UDP source port that ECMP hashes). ``psn`` is the data packet's PSN or,
     for ACK/NACK, the receiver's expected PSN; ``sack_psn`` is the PSN that triggered it.
     ``path_id``/``path_seq`` are stamped by ToR programs; ``ingress`` is set by lossless
-    switches for PFC accounting.
+    switches for PFC accounting. ``via`` is the egress port the packet last left through (set
+    by every send): a packet that dies inside a node (no route, a ToR program, the receiving
+    RNIC) is counted on the link it arrived over, so the links table accounts for every drop.
     """
 
     __slots__ = (
@@ -49,6 +51,7 @@ class Packet:
         "path_id",
         "path_seq",
         "ingress",
+        "via",
     )
 
     def __init__(
@@ -80,6 +83,7 @@ class Packet:
         self.path_id = -1
         self.path_seq = -1
         self.ingress = None
+        self.via: Any = None
 
     def __repr__(self) -> str:
         return (

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from spraylab.net.drops import BUFFER, no_drops
+from spraylab.net.drops import BUFFER, LINK_DOWN, no_drops
 from spraylab.net.packet import DATA, Packet
 
 if TYPE_CHECKING:
@@ -173,11 +173,15 @@ class Port:
     def fail(self) -> None:
         """The link goes down: everything sent into it from now on is lost (counted as drops),
         and so is every data packet still queued on a dequeue-marking port (its delivery looks
-        the callback up when it arrives). Packets that found the port idle and control frames
-        already on the wire (at most one serialization plus the propagation delay) still
-        arrive. The check is the link's first delivery stage (``spraylab.net.link``), so working
-        links pay nothing for it."""
+        the callback up when it arrives) or on a lossless port (``PfcPort.link_down``). Packets
+        that found the port idle and control frames already on the wire (at most one
+        serialization plus the propagation delay) still arrive. The check is the link's first
+        delivery stage (``spraylab.net.link``), so working links pay nothing for it."""
         self.link.fail()
+
+    def link_down(self) -> None:
+        """The link just went down (``Link.fail``). A lossy port keeps serializing what it is
+        given into the dead link (lost there) until routing converges: nothing to do."""
 
     def queue_bytes(self) -> int:
         backlog = self.busy_until - self.sim.now
@@ -210,6 +214,7 @@ class Port:
         else:
             busy = now
         size = pkt.size
+        pkt.via = self
         if buffer is not None:
             buffer.added_bytes += size
         depart = busy + size * self.ps_per_byte
@@ -260,6 +265,7 @@ class Port:
         sim = self.sim
         now = sim.now
         size = pkt.size
+        pkt.via = self
         if self.buffer is not None:
             self.buffer.added_bytes += size
         ser = int(size * self.ps_per_byte)
@@ -295,6 +301,7 @@ class PfcPort(Port):
         if backlog > self.kmin and not self.mark_at_dequeue and pkt.kind == DATA and self._mark(backlog):
             pkt.ecn = True
             self.ecn_marks += 1
+        pkt.via = self
         self.data_queue.append(pkt)
         backlog += pkt.size
         self.queued_bytes = backlog
@@ -304,6 +311,7 @@ class PfcPort(Port):
             self._start_next()
 
     def send_control(self, pkt: Packet) -> None:
+        pkt.via = self
         self.ctrl_queue.append(pkt)
         if not self.transmitting:
             self._start_next()
@@ -340,6 +348,24 @@ class PfcPort(Port):
             waiter, self.waiter = self.waiter, None
             waiter(None)
 
+    def link_down(self) -> None:
+        """The link just went down: as a real port does, flush the queue (every packet in it is
+        lost, ``LINK_DOWN``, and leaves its ingress accounting) and drop the PFC state. The peer
+        is gone, so no PAUSE is in force and no RESUME will come (PFC frames cross no down link,
+        ``IngressCounter``): kept paused, the port would hold its queue, and through the ingress
+        bytes of that queue the ports upstream of it, for good. What routing still sends here
+        before it converges is serialized into the dead link and lost there, as on a lossy port."""
+        sim = self.sim
+        ctrl, self.ctrl_queue = self.ctrl_queue, deque()
+        data, self.data_queue = self.data_queue, deque()
+        self.queued_bytes = 0
+        # drops may make a sender resend at once (ideal recovery); it finds the new, empty queues
+        for pkt in ctrl:
+            sim_drop(sim, pkt, LINK_DOWN, self)
+        for pkt in data:
+            sim_drop(sim, pkt, LINK_DOWN, self)
+        self.resume()
+
     def pause(self, _: Any = None) -> None:
         if not self.paused:
             self.paused = True
@@ -360,7 +386,9 @@ class PfcPort(Port):
 class IngressCounter:
     """PFC accounting for one ingress link of a lossless switch: bytes that arrived on it and
     are still buffered. Above ``xoff`` it PAUSEs the upstream port, below ``xon`` RESUMEs it;
-    the frames take the link's propagation delay."""
+    the frames take the link's propagation delay and, like everything else, do not cross a
+    link that is down when they would arrive (a link fails in both directions at once, so
+    the upstream port's link stands for the reverse one)."""
 
     __slots__ = ("sim", "upstream", "delay_ps", "xoff", "xon", "bytes", "pausing", "forward", "pauses_sent")
 
@@ -384,22 +412,35 @@ class IngressCounter:
             if self.bytes > self.xoff and not self.pausing:
                 self.pausing = True
                 self.pauses_sent += 1
-                self.sim.after(self.delay_ps, self.upstream.pause)
+                self.sim.after(self.delay_ps, self._pause_arrives)
         self.forward(pkt)
 
     def release(self, size: int) -> None:
         self.bytes -= size
         if self.pausing and self.bytes <= self.xon:
             self.pausing = False
-            self.sim.after(self.delay_ps, self.upstream.resume)
+            self.sim.after(self.delay_ps, self._resume_arrives)
+
+    def _pause_arrives(self, _: Any) -> None:
+        upstream = self.upstream
+        if not upstream.link.down:
+            upstream.pause()
+
+    def _resume_arrives(self, _: Any) -> None:
+        upstream = self.upstream
+        if not upstream.link.down:
+            upstream.resume()
 
 
 def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) -> None:
     """Every drop goes through here, with its cause (``spraylab.net.drops``): counted for the
-    network (the conservation check reads these counters), for the packet's flow and, when
-    the drop happens at an egress ``port``, for that port. A recovery mode that watches losses
-    (the ideal transport's oracle notice) sees it through ``QueuePair.drop_hook`` (its
-    ``on_drop``; None for the other modes, which pay this one attribute test).
+    network (the conservation check reads these counters), for the packet's flow and for one
+    port: the egress ``port`` where it happened (buffer, link down, random loss) or, for a drop
+    inside a node (no route, a ToR program, the receiving RNIC), the port whose link brought the
+    packet there (``pkt.via``). So the links table's drop columns add up to the network's, cause
+    by cause (``check_conservation``). A recovery mode that watches losses (the ideal
+    transport's oracle notice) sees it through ``QueuePair.drop_hook`` (its ``on_drop``; None
+    for the other modes, which pay this one attribute test).
 
     A data packet still counted by a lossless switch's ingress accounting (dropped inside
     the switch: no route, a ToR program's resequencer) leaves the buffer here, so its bytes
@@ -408,7 +449,9 @@ def sim_drop(sim: Simulator, pkt: Packet, cause: int, port: Port | None = None) 
     if ingress is not None:
         pkt.ingress = None
         ingress.release(pkt.size)
-    if port is not None:
+    if port is None:
+        port = pkt.via
+    if port is not None:  # None only for a packet that never left its sender: the check fails
         port.drops += 1
         port.drops_by_cause[cause] += 1
     qp = pkt.qp

@@ -29,27 +29,65 @@ class SharedBuffer:
     longer queues pay for the exact check (``safe_port_bytes``). That check first tries an upper
     bound of ``used``: its last exact value plus every byte the switch's ports accepted since
     (``added_bytes``; queues only drain in between). Only when the bound does not admit the
-    packet is the sum taken again, so every decision is the one the exact sum gives."""
+    packet is the sum taken again, so every decision is the one the exact sum gives.
 
-    __slots__ = ("capacity_bytes", "alpha", "ports", "safe_port_bytes", "used_bytes_then", "added_bytes")
+    A ToR program that holds packets (ToR-assisted spraying's resequencing rings) holds them in
+    this buffer: ``held_bytes`` counts in ``used`` for every port's admission, and the holds
+    are one more queue under the same threshold (``add_hold_queue``, ``admits_hold``), so the
+    bound above still holds with that queue counted."""
+
+    __slots__ = (
+        "capacity_bytes",
+        "alpha",
+        "ports",
+        "hold_queues",
+        "held_bytes",
+        "safe_port_bytes",
+        "used_bytes_then",
+        "added_bytes",
+    )
 
     def __init__(self, capacity_bytes: int, alpha: float) -> None:
         self.capacity_bytes = capacity_bytes
         self.alpha = alpha
         self.ports: list[Port] = []
+        self.hold_queues = 0
+        self.held_bytes = 0  # held by the switch's ToR program (hold / unhold)
         self.safe_port_bytes = capacity_bytes
         self.used_bytes_then = 0
         self.added_bytes = 0
 
     def add_port(self, port: Port) -> None:
         self.ports.append(port)
-        n = len(self.ports)
+        self._set_safe()
+
+    def add_hold_queue(self) -> None:
+        """A ToR program will hold packets here (one queue under the dynamic threshold)."""
+        self.hold_queues += 1
+        self._set_safe()
+
+    def _set_safe(self) -> None:
+        n = len(self.ports) + self.hold_queues
         self.safe_port_bytes = int(self.alpha * self.capacity_bytes / (1 + self.alpha * n))
 
     def used_bytes(self) -> int:
-        return sum(p.queue_bytes() for p in self.ports)
+        return sum(p.queue_bytes() for p in self.ports) + self.held_bytes
 
-    def admits(self, port: Port, backlog: int, size: int) -> bool:
+    def admits_hold(self, size: int) -> bool:
+        """May the switch's program hold ``size`` more bytes (the dynamic threshold, as a port)?"""
+        held = self.held_bytes
+        return held <= self.safe_port_bytes or self.admits(None, held, size)
+
+    def hold(self, size: int) -> None:
+        self.held_bytes += size
+        self.added_bytes += size  # ``used`` grew: the upper bound of ``admits`` must see it
+
+    def unhold(self, size: int) -> None:
+        self.held_bytes -= size
+
+    def admits(self, port: Port | None, backlog: int, size: int) -> bool:
+        """May a queue of ``backlog`` bytes (a port's, or the holds' for ``port`` None) take
+        ``size`` more?"""
         limit = backlog + size
         # + one byte per port: each port's backlog is rounded down to whole bytes
         bound = self.used_bytes_then + self.added_bytes + len(self.ports)

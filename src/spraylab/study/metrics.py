@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from spraylab.net.drops import DROP_CAUSES, PORT_CAUSES
+
 US = 1_000_000  # ps
 
 
@@ -208,14 +210,17 @@ def _psn_max(point: Any, arg: str | None) -> float | None:
 
 @metric("event_link_drops", "count")
 def _event_link_drops(point: Any, arg: str | None) -> float | None:
-    """Packets dropped on the link of the scenario's first topology event (both directions)."""
+    """Packets dropped on the link of the scenario's first topology event (both directions).
+
+    At its ports (buffer, link down, random loss); not the drops the links table counts on it
+    for packets that died later inside the node at its far end (no route, a ToR program)."""
     events = point.scenario().topology.events
     if not events:
         return None
     a, b = events[0].link
     links = point.result().links
     part = links[((links["from"] == a) & (links["to"] == b)) | ((links["from"] == b) & (links["to"] == a))]
-    return float(part["drops"].sum())
+    return float(part[[f"drops_{DROP_CAUSES[c]}" for c in PORT_CAUSES]].sum().sum())
 
 
 @metric("flows_with_timeouts", "count")

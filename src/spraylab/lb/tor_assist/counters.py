@@ -33,6 +33,7 @@ _DECISIONS = (
     "reseq_flushed_packets",
     "reseq_overflow_drops",
     "reseq_duplicate_drops",
+    "reseq_buffer_drops",
     "reseq_passed_ooo",
 )
 
@@ -127,6 +128,7 @@ def tor_stats(lb: TorAssist) -> dict[str, Any]:
                 "reseq_flushed_packets": c.reseq_flushed_packets,
                 "reseq_overflow_drops": c.reseq_overflow_drops,
                 "reseq_duplicate_drops": c.reseq_duplicate_drops,
+                "reseq_buffer_drops": c.reseq_buffer_drops,
                 "reseq_passed_ooo": c.reseq_passed_ooo,
             }
         )

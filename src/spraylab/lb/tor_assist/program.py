@@ -17,7 +17,7 @@ from spraylab.net.packet import ACK, CNP, DATA, NACK
 if TYPE_CHECKING:
     from spraylab.lb.tor_assist.params import TorAssistParams
     from spraylab.net.packet import Packet
-    from spraylab.net.switch import Switch
+    from spraylab.net.switch import SharedBuffer, Switch
 
 Handler = Callable[["Switch", "Packet"], bool]
 
@@ -48,6 +48,7 @@ class TorProgram:
         paths_of_host: list[int],
         counters: TorCounters,
         rng: Callable[[], float],
+        hold_buffer: SharedBuffer | None,
     ) -> None:
         sim = switch.sim
         self.switch = switch
@@ -69,7 +70,7 @@ class TorProgram:
         else:
             # propagation delay to the attached NICs (a flush's round trip crosses it twice)
             host_hop_ps = max((switch.table[h][0].delay_ps for h in switch.hosts), default=0)
-            resequencer = Resequencer(switch, self.tracker, counters, window, host_hop_ps)
+            resequencer = Resequencer(switch, self.tracker, counters, window, host_hop_ps, hold_buffer)
             self.dst_role = resequencer
             self._arrive = resequencer.reseq
         self._spray: Handler = self.stamper.spray

@@ -12,8 +12,16 @@ i.e. one more go-back-N rewind of a window of packets already resent (and, 50 µ
 last one, one more out-of-order CNP halving the sender's rate): the round trip and the
 evidence rule keep it to one NACK per loss. A packet beyond the ring is dropped (counted) and
 recorded as lost: the go-back-N NIC would have discarded it anyway, without a NACK storm.
-Duplicates of a held PSN are dropped. Held packets do not count against the switch's shared
-buffer (reported separately: ``reseq_peak_bytes``).
+Duplicates of a held PSN are dropped.
+
+Held packets sit in the switch's packet memory, as in a real ToR (a switch ASIC has one shared
+packet buffer; a packet it keeps back is a packet in that buffer). On a lossy fabric they count
+against the shared buffer: every port's dynamic-threshold admission sees them, and the holds
+are one more queue under that threshold, so a hold the buffer cannot take is a ``buffer``
+drop, counted on the downlink the packet was waiting for and recorded as lost like a packet
+beyond the ring. On a lossless fabric they are charged to their ingress links' PFC counters
+until they leave (``IngressCounter``), and PFC never drops. Their peak is reported per ToR
+(``reseq_peak_bytes``).
 """
 
 from __future__ import annotations
@@ -23,12 +31,12 @@ from typing import TYPE_CHECKING
 from spraylab.lb.tor_assist.counters import TorCounters
 from spraylab.lb.tor_assist.params import RETIRED
 from spraylab.lb.tor_assist.tracker import DestinationTracker, FlowTrack
-from spraylab.net.drops import RESEQUENCER
+from spraylab.net.drops import BUFFER, RESEQUENCER
 from spraylab.net.port import sim_drop
 
 if TYPE_CHECKING:
     from spraylab.net.packet import Packet
-    from spraylab.net.switch import Switch
+    from spraylab.net.switch import SharedBuffer, Switch
 
 
 class ReseqFlow(FlowTrack):
@@ -48,7 +56,7 @@ class ReseqFlow(FlowTrack):
 class Resequencer:
     """The ``reorder`` destination role of one ToR (see the module doc)."""
 
-    __slots__ = ("sim", "switch", "tracker", "counters", "window", "bytes", "peak_bytes")
+    __slots__ = ("sim", "switch", "buffer", "tracker", "counters", "window", "bytes", "peak_bytes")
 
     def __init__(
         self,
@@ -57,9 +65,14 @@ class Resequencer:
         counters: TorCounters,
         window: int,
         host_hop_ps: int,
+        buffer: SharedBuffer | None,
     ) -> None:
         self.sim = switch.sim
         self.switch = switch
+        # the shared buffer the holds are charged to (lossy fabrics), None on a lossless one
+        self.buffer = buffer
+        if buffer is not None:
+            buffer.add_hold_queue()
         self.tracker = tracker
         self.counters = counters
         self.window = window
@@ -108,6 +121,14 @@ class Resequencer:
                 c.reseq_duplicate_drops += 1
                 sim_drop(self.sim, pkt, RESEQUENCER)
                 return False
+            buffer = self.buffer
+            if buffer is not None:
+                if not buffer.admits_hold(pkt.size):
+                    c.reseq_buffer_drops += 1
+                    tracker.evidence(fs, psn - 1, psn + 1, now, False)
+                    sim_drop(self.sim, pkt, BUFFER, switch.table[pkt.dst][0])
+                    return False
+                buffer.hold(pkt.size)
             buf[i] = pkt
             c.reseq_held_packets += 1
             c.held += 1
@@ -146,10 +167,13 @@ class Resequencer:
             freed = 0
             i = exp % w
             q = buf[i]
+            buffer = self.buffer
             while q is not None:
                 buf[i] = None
                 released += 1
                 freed += q.size
+                if buffer is not None:  # it leaves the hold for the port's queue (admitted anew)
+                    buffer.unhold(q.size)
                 port.send(q)
                 if port.drops != drops:
                     self._unhold(fs, released, freed)
@@ -197,6 +221,7 @@ class Resequencer:
         send = None
         released = 0
         freed = 0
+        buffer = self.buffer
         for psn in range(fs.low + 1, fs.hi + 1):
             i = psn % w
             q = buf[i]
@@ -206,6 +231,8 @@ class Resequencer:
                     send = self.switch.table[q.dst][0].send
                 released += 1
                 freed += q.size
+                if buffer is not None:
+                    buffer.unhold(q.size)
                 send(q)
         self._unhold(fs, released, freed)
         self.counters.reseq_flushed_packets += released

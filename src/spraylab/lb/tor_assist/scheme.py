@@ -68,6 +68,9 @@ class TorAssist(LoadBalancer):
                     self.paths_of_host,
                     self.counters,
                     self.rng,
+                    # held packets are charged to the shared buffer on a lossy fabric; on a
+                    # lossless one to their ingress links' PFC counters
+                    None if net.switch_params.lossless else switch.buffer,
                 )
                 switch.program = program
                 self.programs.append(program)
