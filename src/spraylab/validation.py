@@ -130,3 +130,101 @@ def uplink_uniformity(k: int, routes_per_cell: int = 50) -> tuple[float, float, 
     expected = n / cells
     x2 = sum((c - expected) ** 2 / expected for c in counts.values()) + (cells - len(counts)) * expected
     return x2, chi_square_p_value(x2, cells - 1), cells - 1
+
+
+# --- ECMP: balls into bins, and max-min shares on the hashed paths ------------------------------
+
+
+def _ecmp_permutation(leaves: int, spines: int, hosts_per_leaf: int, seed: int, size: str) -> Any:
+    return build(
+        validate(
+            {
+                "topology": {
+                    "kind": "leaf_spine",
+                    "leaves": leaves,
+                    "spines": spines,
+                    "hosts_per_leaf": hosts_per_leaf,
+                    "host_rate": "400Gbps",
+                },
+                "switch": {"lossless": True},
+                "transport": {"cc": "none"},
+                "lb": {"scheme": "ecmp"},
+                "workload": {"kind": "permutation", "size": size},
+                "run": {"seed": seed, "progress": False},
+            }
+        )
+    )
+
+
+def ecmp_collisions(leaves: int, spines: int, hosts_per_leaf: int, seeds: int) -> dict[str, float]:
+    """ECMP as balls into bins: every cross-leaf flow of a permutation lands on one of its
+    leaf's ``spines`` uplinks, independently and uniformly. Over ``seeds`` permutations, the
+    number of uplinks carrying k flows against the binomial expectation (a leaf with m
+    cross-leaf flows has ``spines x Binomial(m, 1/spines)(k)`` uplinks with k), by Pearson's
+    chi-square with the tail k >= 3 pooled, plus the idle-uplink fraction against (1 - 1/S)^m."""
+    from spraylab.net.routes import trace_route
+
+    observed: Counter[int] = Counter()
+    expected: Counter[int] = Counter()
+    idle = idle_expected = 0.0
+    uplinks = 0
+    for seed in range(1, seeds + 1):
+        net = _ecmp_permutation(leaves, spines, hosts_per_leaf, seed, "64KB").net
+        load: Counter[str] = Counter()
+        flows_per_leaf: Counter[int] = Counter()
+        for qp in net.qps:
+            leaf = qp.src // hosts_per_leaf
+            if leaf == qp.dst // hosts_per_leaf:
+                continue
+            route = trace_route(net, qp.src, qp.dst, pkt_hash=qp.flow_hash)
+            load[route.hops[1].port.name] += 1
+            flows_per_leaf[leaf] += 1
+        for leaf in range(leaves):
+            m = flows_per_leaf[leaf]
+            for k in range(m + 1):
+                expected[min(k, 3)] += spines * math.comb(m, k) * spines**-k * (1 - 1 / spines) ** (m - k)
+            idle_expected += spines * (1 - 1 / spines) ** m
+        uplinks += leaves * spines
+        for count in load.values():
+            observed[min(count, 3)] += 1
+        observed[0] += leaves * spines - len(load)
+        idle += leaves * spines - len(load)
+    x2 = sum((observed[k] - expected[k]) ** 2 / expected[k] for k in range(4) if expected[k] > 0)
+    return {
+        "uplinks": uplinks,
+        "idle_fraction": idle / uplinks,
+        "idle_fraction_expected": idle_expected / uplinks,
+        "chi_square": x2,
+        "p_value": chi_square_p_value(x2, 3),
+    }
+
+
+def ecmp_max_min(leaves: int, spines: int, hosts_per_leaf: int, seed: int) -> dict[str, float]:
+    """Flows of an ECMP permutation without congestion control, lossless, measured over a
+    window in which every flow is active, against the max-min fair shares of their hashed
+    paths (``spraylab.metrics.maxmin``, each link's capacity its payload rate). Returns the
+    mean absolute error relative to each flow's share and the ratio of mean throughputs."""
+    from spraylab.metrics.maxmin import max_min_rates
+    from spraylab.metrics.paths import flow_path
+
+    t1_ps, t2_ps = 50 * US, 250 * US
+    simulation = _ecmp_permutation(leaves, spines, hosts_per_leaf, seed, "40MB")  # still sending at t2
+    simulation.net.stop_when_done = False
+    net, sim = simulation.net, simulation.sim
+    payload_share = net.qps[0].mtu / data_wire_bytes(net.qps[0].mtu)
+    sim.run(until_ps=t1_ps)
+    before = [qp.rx.delivered_bytes for qp in net.qps]
+    sim.run(until_ps=t2_ps)
+    throughput = [
+        (qp.rx.delivered_bytes - b) * 8e12 / (t2_ps - t1_ps) for qp, b in zip(net.qps, before, strict=True)
+    ]
+    paths = [flow_path(net, qp) for qp in net.qps]
+    capacity = {id(p): p.rate_bps * payload_share for path in paths for p in path}
+    shares = max_min_rates([[id(p) for p in path] for path in paths], capacity)
+    errors = [abs(t - s) / s for t, s in zip(throughput, shares, strict=True)]
+    return {
+        "flows": len(shares),
+        "mean_relative_error": sum(errors) / len(errors),
+        "throughput_over_share": sum(throughput) / sum(shares),
+        "min_share_over_line": min(shares) / (net.qps[0].line_rate_bps * payload_share),
+    }

@@ -63,3 +63,23 @@ def _rails_family(
         "base_rtt_ps": run.base_rtt_ps,
         "completed": int(run.completed),
     }
+
+
+@analysis("ecmp_collisions", "leaves", "spines", "hosts_per_leaf", "seeds")
+def _ecmp_collisions(
+    leaves: int, spines: int, hosts_per_leaf: int, seeds: int
+) -> dict[str, float | int | bool]:
+    """ECMP as balls into bins: flows per leaf uplink over many permutations against the
+    binomial expectation (chi-square), and the idle-uplink fraction against (1 - 1/S)^m."""
+    from spraylab.validation import ecmp_collisions
+
+    return ecmp_collisions(int(leaves), int(spines), int(hosts_per_leaf), int(seeds))
+
+
+@analysis("ecmp_max_min", "leaves", "spines", "hosts_per_leaf", "seed")
+def _ecmp_max_min(leaves: int, spines: int, hosts_per_leaf: int, seed: int) -> dict[str, float | int | bool]:
+    """ECMP permutation without congestion control, lossless: flows' throughput over a window
+    against the max-min fair shares of their hashed paths."""
+    from spraylab.validation import ecmp_max_min
+
+    return ecmp_max_min(int(leaves), int(spines), int(hosts_per_leaf), int(seed))

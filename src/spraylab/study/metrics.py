@@ -299,6 +299,32 @@ def _single_flow_fct(point: Any, arg: str | None) -> float | None:
     return hops * (delay + first * ps_per_byte) + (wire - first) * ps_per_byte
 
 
+@metric("ring_allreduce_ps", "ps")
+def _ring_allreduce(point: Any, arg: str | None) -> float | None:
+    """Ring all-reduce of S bytes on n hosts of one leaf, no congestion control: 2(n - 1) steps,
+    each a flow of S/n to the next host (its first packet stored and forwarded over two links,
+    the rest streaming behind it) while the host's uplink also carries the ACK frames of the
+    S/n it receives from the previous host (strict priority, each delaying the data by its
+    serialization)."""
+    from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
+
+    sc = point.scenario()
+    w = sc.workload[0]
+    if sc.topology.kind != "leaf_spine" or w.kind != "collective" or w.collective != "allreduce":
+        return None
+    n, mtu = w.hosts, sc.transport.mtu
+    part = w.size // n
+    packets = max(1, -(-part // mtu))
+    ps_per_byte = 8e12 / sc.topology.host_rate
+    first = data_wire_bytes(min(part, mtu))
+    step = (
+        2 * (sc.topology.link_delay + first * ps_per_byte)
+        + (_wire_bytes(part, mtu) - first) * ps_per_byte
+        + packets * ACK_WIRE_BYTES * ps_per_byte
+    )
+    return 2 * (n - 1) * step
+
+
 @metric("alltoall_line_rate_ps", "ps")
 def _alltoall_line_rate(point: Any, arg: str | None) -> float | None:
     """Each host sends (and receives) (n - 1) messages at its line rate: payload only."""
