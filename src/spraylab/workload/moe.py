@@ -139,7 +139,8 @@ def token_counts(spec: MoeSpec) -> np.ndarray:
 
 def dispatch_matrix(spec: MoeSpec) -> np.ndarray:
     """G x G bytes of the dispatch all-to-all (tokens to their experts' GPUs), diagonal 0."""
-    d = token_counts(spec) * spec.bytes_per_token
+    d = token_counts(spec)
+    d *= spec.bytes_per_token
     np.fill_diagonal(d, 0)
     return d
 
@@ -175,33 +176,37 @@ def _route_tokens(rng: np.random.Generator, log_p: np.ndarray, n_tokens: int, to
     return np.bincount(chosen.ravel(), minlength=log_p.size)
 
 
-def _replica_groups(replicas: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
+def _replica_groups(replicas: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray, bool]]:
     """Experts with the same replica count, in order of first appearance, as (experts,
-    their GPUs (experts x replicas))."""
+    their GPUs (experts x replicas), whether no GPU appears twice)."""
     by_count: dict[int, list[int]] = {}
     for expert, gpus in enumerate(replicas):
         by_count.setdefault(len(gpus), []).append(expert)
-    return [
-        (np.array(experts, dtype=np.int64), np.array([replicas[x] for x in experts], dtype=np.int64))
-        for experts in by_count.values()
-    ]
+    out = []
+    for experts in by_count.values():
+        gpus = np.array([replicas[x] for x in experts], dtype=np.int64)
+        out.append((np.array(experts, dtype=np.int64), gpus, len(np.unique(gpus)) == gpus.size))
+    return out
 
 
 def _to_gpus(
     rng: np.random.Generator,
     per_expert: np.ndarray,
-    groups: list[tuple[np.ndarray, np.ndarray]],
+    groups: list[tuple[np.ndarray, np.ndarray, bool]],
     out: np.ndarray,
 ) -> None:
     """Spread each expert's pairs uniformly at random over its replicas; add pairs per GPU to
     ``out``."""
-    for experts, gpus in groups:
+    for experts, gpus, distinct in groups:
         n_rep = gpus.shape[1]
         if n_rep == 1:
             split = per_expert[experts][:, None]
         else:
             split = rng.multinomial(per_expert[experts], np.full(n_rep, 1.0 / n_rep))
-        np.add.at(out, gpus.ravel(), split.ravel())
+        if distinct:  # no GPU twice: a plain scatter adds
+            out[gpus.ravel()] += split.ravel()
+        else:
+            np.add.at(out, gpus.ravel(), split.ravel())
 
 
 def _seeds(seed: int) -> list[np.random.SeedSequence]:
