@@ -234,12 +234,43 @@ def _child(case: str) -> dict[str, Any]:
     return row
 
 
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """docs/fluid.md's target table from the rows of ``--json``."""
+    lines = [
+        "| case | target | wall | user CPU | peak RSS | load (start, end) | met |",
+        "|---|---|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        if r["case"] not in TARGETS:
+            continue
+        if "failed" in r:
+            measured = [f"failed: {r['failed']}", "", ""]
+        else:
+            measured = [
+                f"{r['wall_s']:.1f} s",
+                f"{r['user_cpu_s']:.1f} s",
+                f"{r['peak_rss_mb'] / 1024:.2f} GB",
+            ]
+        extra = f" ({r['workers']} workers)" if "workers" in r else ""
+        load = ", ".join(f"{x:.1f}" for x in r["load_avg"])
+        lines.append(
+            f"| `{r['case']}`{extra} | {r['target']} | {' | '.join(measured)} | {load} | {'yes' if r['met'] else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", default=CASES)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--markdown", type=Path, default=None, help="print the target rows of this JSON file as a table"
+    )
     args = parser.parse_args(argv)
+    if args.markdown is not None:
+        print(markdown(json.loads(args.markdown.read_text())), end="")
+        return 0
     if args.child:
         print(json.dumps(measure(args.cases[0])))
         return 0

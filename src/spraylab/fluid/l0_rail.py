@@ -234,9 +234,11 @@ def phase_l0(
     if strategy in ("rail_local", "rail_spray"):
         add(ids.nic_up[src[off]], wire[off])
         add(ids.nic_down[dst[off]], wire[off])
-        per_spine = np.repeat(wire[cross] / n_spines, n_spines)
-        add(ids.leaf_spine[si[cross]].ravel(), per_spine)
-        add(ids.spine_leaf[:, fj[cross]].T.ravel(), per_spine)
+        # an equal share on every spine: per rail leaf, its cross-rail bytes over the spines
+        up_rail = np.bincount(si[cross], weights=wire[cross], minlength=n) / n_spines
+        down_rail = np.bincount(fj[cross], weights=wire[cross], minlength=n) / n_spines
+        add(ids.leaf_spine.ravel(), np.repeat(up_rail, n_spines))
+        add(ids.spine_leaf.T.ravel(), np.repeat(down_rail, n_spines))
     elif strategy == "rail_matched":
         relay = off & (si != fj)  # pieces (d,i) -> (d,j), one per GPU pair
         add(ids.nvl_up[src[relay]], wire[relay])
@@ -387,6 +389,20 @@ class _Rows:
 
 def run_l0_rail(scenario: Any) -> Result:
     """``scenario`` (one rail workload on a rail fabric) under the matrix L0 (module docstring)."""
+    # numpy advises transparent huge pages for large arrays; where the kernel defragments on
+    # that advice (THP defrag = madvise) every fresh temporary costs a compaction: measured
+    # 1.5-2x the system time of a 4096-GPU layer. The advice is restored afterwards.
+    advise = getattr(getattr(np, "_core", None), "multiarray", None)
+    toggle = getattr(advise, "_set_madvise_hugepage", None)
+    before = toggle(False) if toggle is not None else None
+    try:
+        return _run_l0_rail(scenario)
+    finally:
+        if toggle is not None:
+            toggle(before)
+
+
+def _run_l0_rail(scenario: Any) -> Result:
     from spraylab.config import ScenarioError
     from spraylab.experiment import build_fabric
     from spraylab.fluid.routing import route_model
