@@ -41,6 +41,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -167,8 +168,16 @@ def measure(case: str) -> dict[str, Any]:
 
         t0 = time.perf_counter()
         scenarios = [_moe_8192("rails", layer) for layer in range(MIXTRAL_8X7B.n_layers)]
+        layers = []
         with ProcessPoolExecutor(ITERATION_WORKERS) as pool:
-            layers = list(pool.map(_run, scenarios))
+            for row in pool.map(_run, scenarios):  # in layer order, as they finish
+                layers.append(row)
+                done_s, cpu_s = time.perf_counter() - t0, sum(r["cpu_s"] for r in layers)
+                print(
+                    f"progress: {len(layers)} of {len(scenarios)} layers in {done_s:.0f} s, {cpu_s:.0f} s CPU",
+                    file=sys.stderr,
+                    flush=True,
+                )
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = {
             "wall_s": round(time.perf_counter() - t0, 3),
@@ -206,22 +215,29 @@ def _child(case: str) -> dict[str, Any]:
     target = TARGETS.get(case)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
+    # its own session, so that a timeout also stops the iteration's worker processes
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--child", case],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_cap_memory if target else None,
+    )
     try:
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", case],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=2 * target[0] if target else None,
-            preexec_fn=_cap_memory if target else None,
-        )
+        stdout, stderr = child.communicate(timeout=2 * target[0] if target else None)
     except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        stdout, stderr = child.communicate()
+        progress = [line for line in stderr.splitlines() if line.startswith("progress:")]
         row: dict[str, Any] = {"case": case, "failed": f"timeout after {2 * target[0]:.0f} s"}  # type: ignore[index]
+        if progress:
+            row["failed"] += f" ({progress[-1].removeprefix('progress: ')})"
     else:
-        if done.returncode == 0:
-            row = json.loads(done.stdout.strip().splitlines()[-1])
+        if child.returncode == 0:
+            row = json.loads(stdout.strip().splitlines()[-1])
         else:
-            last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            last = (stderr.strip().splitlines() or [f"exit {child.returncode}"])[-1]
             row = {"case": case, "failed": last[:200]}
     row.setdefault("wall_s", round(time.perf_counter() - t0, 3))
     row["load_avg"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
@@ -237,21 +253,23 @@ def _child(case: str) -> dict[str, Any]:
 def markdown(rows: list[dict[str, Any]]) -> str:
     """docs/fluid.md's target table from the rows of ``--json``."""
     lines = [
-        "| case | target | wall | user CPU | peak RSS | load (start, end) | met |",
-        "|---|---|---:|---:|---:|---|---|",
+        "| case | target | wall | user CPU | CPU (user + sys) | peak RSS | load (start, end) | met |",
+        "|---|---|---:|---:|---:|---:|---|---|",
     ]
     for r in rows:
         if r["case"] not in TARGETS:
             continue
         if "failed" in r:
-            measured = [f"failed: {r['failed']}", "", ""]
+            measured = [f"failed: {r['failed']}", "", "", ""]
         else:
             measured = [
                 f"{r['wall_s']:.1f} s",
                 f"{r['user_cpu_s']:.1f} s",
+                f"{r['cpu_s']:.1f} s" if "cpu_s" in r else "",
                 f"{r['peak_rss_mb'] / 1024:.2f} GB",
             ]
         extra = f" ({r['workers']} workers)" if "workers" in r else ""
+        extra += f", run {r['run']}" if "run" in r else ""
         load = ", ".join(f"{x:.1f}" for x in r["load_avg"])
         lines.append(
             f"| `{r['case']}`{extra} | {r['target']} | {' | '.join(measured)} | {load} | {'yes' if r['met'] else 'no'} |"
