@@ -126,7 +126,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cases", nargs="*", default=list(DEFAULT_CASES))
     parser.add_argument("--strategies", nargs="*", default=list(STRATEGIES))
     parser.add_argument("--engines", nargs="*", default=list(DEFAULT_ENGINES))
+    parser.add_argument("--packet-max-gpus", type=int, default=PACKET_MAX_GPUS)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--merge", type=Path, nargs="*", default=[], help="--json files whose rows join these"
+    )
     parser.add_argument("--markdown", type=Path, default=None)
     args = parser.parse_args(argv)
     rows = []
@@ -134,11 +138,20 @@ def main(argv: list[str]) -> int:
         servers, gpus = (int(x) for x in case.partition("z")[0].split("x"))
         for strategy in args.strategies:
             for engine in args.engines:
-                if engine == "packet" and servers * gpus > PACKET_MAX_GPUS:
+                if engine == "packet" and servers * gpus > args.packet_max_gpus:
                     continue
                 row = measure(case, strategy, engine)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
+    for path in args.merge:
+        rows += json.loads(path.read_text())["rows"]
+    order = {
+        (c, s, e): i
+        for i, (c, s, e) in enumerate(
+            (c, s, e) for c in args.cases for s in STRATEGIES for e in DEFAULT_ENGINES
+        )
+    }
+    rows.sort(key=lambda r: order.get((r["case"], r["strategy"], r["engine"]), len(order)))
     for e in errors(rows):
         print(json.dumps(e))
     if args.json is not None:

@@ -222,3 +222,27 @@ def test_unsupported_scenarios_are_one_line_errors(change: dict[str, Any], messa
     sc = _scenario("l0_rail", "rails") | change
     with pytest.raises(ScenarioError, match=message.replace("(", r"\(").replace(")", r"\)")):
         run(sc)
+
+
+@pytest.mark.parametrize(("strategy", "nvlink_hops"), [("rail_matched", 1), ("rails", 2)])
+def test_uniform_all_to_all_is_the_nic_closed_form(strategy: str, nvlink_hops: int) -> None:
+    """L0 of a uniform all-to-all, S per GPU pair, M servers x N GPUs: every NIC sends and
+    receives (M - 1) rail messages of N * S (RailS: shares of N * S per server pair and rail),
+    so the phase lasts (M - 1) wire(N S) / C_nic plus the relay chain's latency: NVLink hops
+    and the rail, each ``2 delay + first packet / rate`` (two links, the slowest one's
+    serialization counted in the transfer)."""
+    servers, gpus, size, mtu = 4, 4, 40_960, 4096
+    sc = {
+        "topology": {"kind": "rail", "servers": servers, "gpus_per_server": gpus, "spines": 2},
+        "workload": {"kind": "rail_alltoall", "size": size, "strategy": strategy},
+        "run": {"engine": "l0_rail", "progress": False},
+    }
+    result = run(sc)
+    nic_ps_per_byte, nvl_ps_per_byte = 8e12 / 400e9, 8e12 / 3_600e9
+    first = wire_bytes(mtu, mtu)
+    rail_lat = int(2 * (1_000_000 + first * nic_ps_per_byte) - first * nic_ps_per_byte)
+    nvl_lat = int(2 * (250_000 + first * nvl_ps_per_byte) - first * nvl_ps_per_byte)
+    busy = (servers - 1) * wire_bytes(gpus * size, mtu) * nic_ps_per_byte
+    expected = busy + rail_lat + nvlink_hops * nvl_lat
+    assert result.summary["completion_ps"] == pytest.approx(expected, abs=2)
+    assert result.summary["l0.binding"] in {"host_up", "host_down"}
