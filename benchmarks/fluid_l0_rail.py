@@ -103,21 +103,23 @@ def errors(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| case (servers x GPUs, zipf) | strategy | engine | dispatch | combine | layer | vs fluid: dispatch | combine | layer | binding |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| case (servers x GPUs, zipf) | strategy | engine | dispatch | combine | layer"
+        " | vs fluid: dispatch | combine | layer | l0_rail vs l0: layer | binding |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     err = {(e["case"], e["strategy"], e["engine"]): e for e in errors(rows)}
+    l0 = {(r["case"], r["strategy"]): r for r in rows if r["engine"] == "l0"}
     for r in rows:
         e = err.get((r["case"], r["strategy"], r["engine"]))
-        pct = (
-            [f"{100 * e[k]:+.1f}%" for k in ("dispatch_ps", "combine_ps", "completion_ps")]
-            if e
-            else ["", "", ""]
-        )
-        us = [f"{r[k] / 1e6:.1f} us" for k in ("dispatch_ps", "combine_ps", "completion_ps")]
-        lines.append(
-            f"| {r['case']} | {r['strategy']} | {r['engine']} | {' | '.join(us)} | {' | '.join(pct)} | {r['binding'] or ''} |"
-        )
+        keys = ("dispatch_ps", "combine_ps", "completion_ps")
+        pct = [f"{100 * e[k]:+.1f}%" for k in keys] if e else ["", "", ""]
+        ref = l0.get((r["case"], r["strategy"]))
+        vs_l0 = ""
+        if r["engine"] == "l0_rail" and ref is not None:
+            vs_l0 = f"{100 * (r['completion_ps'] - ref['completion_ps']) / ref['completion_ps']:+.1f}%"
+        us = [f"{r[k] / 1e6:.1f} us" for k in keys]
+        cells = [r["case"], r["strategy"], r["engine"], *us, *pct, vs_l0, r["binding"] or ""]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
