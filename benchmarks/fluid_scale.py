@@ -21,10 +21,15 @@ The issue's four scale targets, each run in its own process under a memory cap (
 target, so a case that cannot make it fails fast instead of swapping the shared machine:
 
 * ``target_moe_layer_8192_<strategy>``: 8192 GPUs (1024 servers x 8, 400 Gb/s NICs), one
-  Mixtral-8x7B MoE layer (dispatch + combine), fluid engine: <= 30 s and <= 8 GB each;
+  Mixtral-8x7B MoE layer (dispatch + combine), ``run.engine = "l0_rail"`` (the matrix L0 of
+  the rail strategies; its error against the fluid and packet engines is measured by
+  ``benchmarks/fluid_l0_rail.py``): <= 30 s and <= 8 GB each;
 * ``target_l0_65536_<scheme>``: an L0 permutation of 65,536 hosts (k = 64 fat-tree): <= 2 min;
 * ``target_iteration_8192``: the 32 layers of one Mixtral-8x7B training iteration at 8192 GPUs
-  (``rails``), layer after layer, fluid engine: <= 5 min.
+  (``rails``, each layer its own routing seed, so no layer's work is reused), ``l0_rail``,
+  the layers spread over ``ITERATION_WORKERS`` processes (layers are independent runs; the
+  row adds up the workers' CPU and gives the largest worker's peak RSS, ``workers`` x that
+  bounding their sum): <= 5 min.
 
 Every row has wall, user CPU, peak RSS and the load average when it started and ended (the
 machine is shared: a wall time under load overstates the case's own cost).
@@ -36,6 +41,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import subprocess
 import sys
 import time
@@ -51,6 +57,7 @@ TARGETS |= {"target_l0_65536_ecmp": (120.0, 8192.0), "target_l0_65536_rps": (120
 TARGETS["target_iteration_8192"] = (300.0, 8192.0)
 CASES += list(TARGETS)
 MEMORY_CAP_BYTES = 9 * 1024**3
+ITERATION_WORKERS = min(2, os.cpu_count() or 1)
 
 
 def _solver_65k() -> dict[str, Any]:
@@ -117,7 +124,7 @@ def _moe_8192(strategy: str, layer: int) -> dict[str, Any]:
             "strategy": strategy,
             "seed_offset": layer,
         },
-        "run": {"engine": "fluid", "progress": False, "allow_large": True},
+        "run": {"engine": "l0_rail", "progress": False, "allow_large": True},
     }
 
 
@@ -155,14 +162,32 @@ def measure(case: str) -> dict[str, Any]:
     elif case.startswith("target_moe_layer_8192_"):
         out = _run(_moe_8192(case.removeprefix("target_moe_layer_8192_"), 0))
     elif case == "target_iteration_8192":
+        from concurrent.futures import ProcessPoolExecutor
+
         from spraylab.workload.moe import MIXTRAL_8X7B
 
-        layers = [_run(_moe_8192("rails", layer)) for layer in range(MIXTRAL_8X7B.n_layers)]
+        t0 = time.perf_counter()
+        scenarios = [_moe_8192("rails", layer) for layer in range(MIXTRAL_8X7B.n_layers)]
+        layers = []
+        with ProcessPoolExecutor(ITERATION_WORKERS) as pool:
+            for row in pool.map(_run, scenarios):  # in layer order, as they finish
+                layers.append(row)
+                done_s, cpu_s = time.perf_counter() - t0, sum(r["cpu_s"] for r in layers)
+                print(
+                    f"progress: {len(layers)} of {len(scenarios)} layers in {done_s:.0f} s, {cpu_s:.0f} s CPU",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = {
-            "wall_s": round(sum(r["wall_s"] for r in layers), 3),
+            "wall_s": round(time.perf_counter() - t0, 3),
             "cpu_s": round(sum(r["cpu_s"] for r in layers), 3),
             "layers": len(layers),
+            "workers": ITERATION_WORKERS,
+            "layer_wall_s_max": max(r["wall_s"] for r in layers),
             "completion_ps": sum(r["completion_ps"] for r in layers),
+            "children_user_cpu_s": round(children.ru_utime, 2),
+            "children_peak_rss_mb": round(children.ru_maxrss / 1024, 1),
         }
     else:
         strategy, gpus_text = case.removeprefix("moe_").rsplit("_", 1)
@@ -175,8 +200,8 @@ def measure(case: str) -> dict[str, Any]:
             }
         )
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    out["user_cpu_s"] = round(usage.ru_utime, 2)
-    out["peak_rss_mb"] = round(usage.ru_maxrss / 1024, 1)
+    out["user_cpu_s"] = round(usage.ru_utime + out.pop("children_user_cpu_s", 0.0), 2)
+    out["peak_rss_mb"] = round(max(usage.ru_maxrss / 1024, out.pop("children_peak_rss_mb", 0.0)), 1)
     return {"case": case, **out}
 
 
@@ -190,22 +215,29 @@ def _child(case: str) -> dict[str, Any]:
     target = TARGETS.get(case)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
+    # its own session, so that a timeout also stops the iteration's worker processes
+    child = subprocess.Popen(
+        [sys.executable, __file__, "--child", case],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_cap_memory if target else None,
+    )
     try:
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", case],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=2 * target[0] if target else None,
-            preexec_fn=_cap_memory if target else None,
-        )
+        stdout, stderr = child.communicate(timeout=2 * target[0] if target else None)
     except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        stdout, stderr = child.communicate()
+        progress = [line for line in stderr.splitlines() if line.startswith("progress:")]
         row: dict[str, Any] = {"case": case, "failed": f"timeout after {2 * target[0]:.0f} s"}  # type: ignore[index]
+        if progress:
+            row["failed"] += f" ({progress[-1].removeprefix('progress: ')})"
     else:
-        if done.returncode == 0:
-            row = json.loads(done.stdout.strip().splitlines()[-1])
+        if child.returncode == 0:
+            row = json.loads(stdout.strip().splitlines()[-1])
         else:
-            last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            last = (stderr.strip().splitlines() or [f"exit {child.returncode}"])[-1]
             row = {"case": case, "failed": last[:200]}
     row.setdefault("wall_s", round(time.perf_counter() - t0, 3))
     row["load_avg"] = [round(load0, 2), round(os.getloadavg()[0], 2)]
@@ -218,12 +250,45 @@ def _child(case: str) -> dict[str, Any]:
     return row
 
 
+def markdown(rows: list[dict[str, Any]]) -> str:
+    """docs/fluid.md's target table from the rows of ``--json``."""
+    lines = [
+        "| case | target | wall | user CPU | CPU (user + sys) | peak RSS | load (start, end) | met |",
+        "|---|---|---:|---:|---:|---:|---|---|",
+    ]
+    for r in rows:
+        if r["case"] not in TARGETS:
+            continue
+        if "failed" in r:
+            measured = [f"failed: {r['failed']}", "", "", ""]
+        else:
+            measured = [
+                f"{r['wall_s']:.1f} s",
+                f"{r['user_cpu_s']:.1f} s",
+                f"{r['cpu_s']:.1f} s" if "cpu_s" in r else "",
+                f"{r['peak_rss_mb'] / 1024:.2f} GB",
+            ]
+        extra = f" ({r['workers']} workers)" if "workers" in r else ""
+        extra += f", run {r['run']}" if "run" in r else ""
+        load = ", ".join(f"{x:.1f}" for x in r["load_avg"])
+        lines.append(
+            f"| `{r['case']}`{extra} | {r['target']} | {' | '.join(measured)} | {load} | {'yes' if r['met'] else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="*", default=CASES)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--markdown", type=Path, default=None, help="print the target rows of this JSON file as a table"
+    )
     args = parser.parse_args(argv)
+    if args.markdown is not None:
+        print(markdown(json.loads(args.markdown.read_text())), end="")
+        return 0
     if args.child:
         print(json.dumps(measure(args.cases[0])))
         return 0

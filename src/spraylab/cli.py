@@ -42,7 +42,7 @@ EngineOption = Annotated[
     str | None,
     typer.Option(
         "--engine",
-        help="packet (packet-level), fluid (flow-level max-min rates) or l0 (bytes per link bound) (= run.engine)",
+        help="packet (packet-level), fluid (flow-level max-min rates), l0 (bytes per link bound) or l0_rail (l0 of a rail workload from its byte matrices) (= run.engine)",
     ),
 ]
 SetOption = Annotated[

@@ -283,8 +283,9 @@ class RunSection(Section):
     # or the flow/packet caps.
     allow_large: bool = False
     # Which engine runs the scenario (spraylab.fluid): "packet" (the packet-level simulator),
-    # "fluid" (flow-level max-min fair rates) or "l0" (bytes per link / capacity per phase).
-    engine: Literal["packet", "fluid", "l0"] = "packet"
+    # "fluid" (flow-level max-min fair rates), "l0" (bytes per link / capacity per phase) or
+    # "l0_rail" (L0 of a rail workload from its byte matrices, for 8k+ GPUs: docs/fluid.md).
+    engine: Literal["packet", "fluid", "l0", "l0_rail"] = "packet"
     # fluid: re-solve rates at most once per this much simulated time (0: at every event).
     # The default is the largest q of a doubling ladder whose completions stay within 0.5% of
     # q/2's on the cases of benchmarks/fluid_quantum.py (docs/fluid.md, "Re-solve quantum").

@@ -181,7 +181,7 @@ KEY_DOCS: dict[str, str] = {
     "run.stop": "workload: stop when every flow is done; time: run to time_limit",
     "run.progress": "show progress while running",
     "run.allow_large": "skip the size guard (memory, flow and packet caps)",
-    "run.engine": "packet: the packet-level simulator; fluid: flow-level max-min fair rates over the same routes; l0: bytes per link / capacity bound (docs/fluid.md)",
+    "run.engine": "packet: the packet-level simulator; fluid: flow-level max-min fair rates over the same routes; l0: bytes per link / capacity bound; l0_rail: l0 of a rail workload from its byte matrices, for 8k+ GPUs (docs/fluid.md)",
     "run.fluid_quantum": "fluid engine: re-solve rates at most this often (0 = at every arrival and completion; completions stay exact; default chosen by measured error, docs/fluid.md)",
     "output.name": "the run's name (default topology-workload-scheme)",
     "output.dir": "save the result here (as run --out)",
@@ -366,7 +366,9 @@ GROUP_COLUMN_DOCS: dict[str, str] = {
 }
 SUMMARY_KEY_DOCS: dict[str, str] = {
     "name": "scenario name",
-    "engine": "the engine that made the result: packet, fluid or l0 (fluid and l0 leave what they cannot know as null)",
+    "engine": "the engine that made the result: packet, fluid, l0 or l0_rail (the flow-level ones leave what they cannot know as null)",
+    "l0.binding": "l0_rail: role of the busiest link (host_up, host_down, uplink, downlink)",
+    "l0.binding_link": "l0_rail: the busiest link",
     "scheme": "load-balancing scheme",
     "recovery": "RNIC loss recovery: gbn, sr or ideal",
     "cc": "congestion control: dcqcn or none",

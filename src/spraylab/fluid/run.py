@@ -19,8 +19,12 @@ def run_fluid(scenario: Scenario) -> Result:
     (``"l0"``, :mod:`spraylab.fluid.l0`) and return the packet engine's Result tables."""
     wall0 = time.perf_counter()
     scenario = lb_override(scenario)  # rail_spray means per-packet spraying, as in the packet engine
-    fluid = prepare(scenario)
     engine = scenario.run.engine
+    if engine == "l0_rail":  # no messages: straight from the byte matrices
+        from spraylab.fluid.l0_rail import run_l0_rail
+
+        return run_l0_rail(scenario)
+    fluid = prepare(scenario)
     if engine == "l0":
         from spraylab.fluid.l0 import simulate_l0
 

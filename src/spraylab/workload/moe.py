@@ -127,17 +127,20 @@ def token_counts(spec: MoeSpec) -> np.ndarray:
     """G x G matrix of (token, expert) pairs GPU i sends to GPU j, diagonal (local) included."""
     rng = np.random.default_rng(_seeds(spec.seed)[1])
     log_p = np.log(np.maximum(expert_popularity(spec), np.finfo(float).tiny))
-    replicas = expert_replicas(spec)
+    groups = _replica_groups(expert_replicas(spec))
     counts = np.zeros((spec.n_gpus, spec.n_gpus), dtype=np.int64)
+    # One GPU at a time: the routing and replica draws of GPU g come before GPU g+1's, so the
+    # stream (and every count) is the same at any cluster size; the work per GPU is numpy.
     for gpu in range(spec.n_gpus):
         per_expert = _route_tokens(rng, log_p, spec.tokens_per_gpu, spec.top_k)
-        counts[gpu] = _to_gpus(rng, per_expert, replicas, spec.n_gpus)
+        _to_gpus(rng, per_expert, groups, counts[gpu])
     return counts
 
 
 def dispatch_matrix(spec: MoeSpec) -> np.ndarray:
     """G x G bytes of the dispatch all-to-all (tokens to their experts' GPUs), diagonal 0."""
-    d = token_counts(spec) * spec.bytes_per_token
+    d = token_counts(spec)
+    d *= spec.bytes_per_token
     np.fill_diagonal(d, 0)
     return d
 
@@ -173,22 +176,37 @@ def _route_tokens(rng: np.random.Generator, log_p: np.ndarray, n_tokens: int, to
     return np.bincount(chosen.ravel(), minlength=log_p.size)
 
 
-def _to_gpus(
-    rng: np.random.Generator, per_expert: np.ndarray, replicas: list[list[int]], n_gpus: int
-) -> np.ndarray:
-    """Spread each expert's pairs uniformly at random over its replicas; return pairs per GPU."""
-    out = np.zeros(n_gpus, dtype=np.int64)
+def _replica_groups(replicas: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray, bool]]:
+    """Experts with the same replica count, in order of first appearance, as (experts,
+    their GPUs (experts x replicas), whether no GPU appears twice)."""
     by_count: dict[int, list[int]] = {}
     for expert, gpus in enumerate(replicas):
         by_count.setdefault(len(gpus), []).append(expert)
-    for n_rep, experts in by_count.items():
-        gpus = np.array([replicas[x] for x in experts])  # (experts, n_rep)
+    out = []
+    for experts in by_count.values():
+        gpus = np.array([replicas[x] for x in experts], dtype=np.int64)
+        out.append((np.array(experts, dtype=np.int64), gpus, len(np.unique(gpus)) == gpus.size))
+    return out
+
+
+def _to_gpus(
+    rng: np.random.Generator,
+    per_expert: np.ndarray,
+    groups: list[tuple[np.ndarray, np.ndarray, bool]],
+    out: np.ndarray,
+) -> None:
+    """Spread each expert's pairs uniformly at random over its replicas; add pairs per GPU to
+    ``out``."""
+    for experts, gpus, distinct in groups:
+        n_rep = gpus.shape[1]
         if n_rep == 1:
             split = per_expert[experts][:, None]
         else:
             split = rng.multinomial(per_expert[experts], np.full(n_rep, 1.0 / n_rep))
-        np.add.at(out, gpus.ravel(), split.ravel())
-    return out
+        if distinct:  # no GPU twice: a plain scatter adds
+            out[gpus.ravel()] += split.ravel()
+        else:
+            np.add.at(out, gpus.ravel(), split.ravel())
 
 
 def _seeds(seed: int) -> list[np.random.SeedSequence]:

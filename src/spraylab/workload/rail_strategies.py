@@ -172,6 +172,32 @@ class _Builder:
         self.out.flows.append(spec)
         return fid
 
+    def add_many(
+        self,
+        src: np.ndarray,
+        dst: np.ndarray,
+        size: np.ndarray,
+        *,
+        waits: np.ndarray | None = None,
+        deps: Sequence[tuple[int, ...]] | None = None,
+    ) -> None:
+        """Messages in this order, as :meth:`add` with ``at_ps = 0``: message j depends on flow
+        ``waits[j]`` (-1: none) or on the ids ``deps[j]`` (empty: none)."""
+        count = len(size)
+        if waits is not None:
+            deps = [(w,) if w >= 0 else () for w in waits.tolist()]
+        elif deps is None:
+            deps = [()] * count
+        first = self.next_id
+        self.next_id += count
+        start, after, group = self.start_ps, self.after, self.group
+        self.out.flows.extend(
+            FlowSpec(fid, s, t, z, 0, dep, group) if dep else FlowSpec(fid, s, t, z, start, after, group)
+            for fid, s, t, z, dep in zip(
+                range(first, first + count), src.tolist(), dst.tolist(), size.tolist(), deps
+            )
+        )
+
 
 def rail_flows(
     d1: np.ndarray,
@@ -261,53 +287,63 @@ RailStrategyName = Annotated[str, AfterValidator(check_strategy)]
 
 
 def _same_server(b: _Builder, d1: np.ndarray, links: RailLinks) -> None:
-    """GPU -> GPU over NVLink inside each server, in shifted order."""
-    n = links.gpus_per_server
-    for k in range(1, n):
-        for d in range(links.n_servers):
-            for i in range(n):
-                src, dst = d * n + i, d * n + (i + k) % n
-                if d1[src, dst] > 0:
-                    b.add(src, dst, d1[src, dst])
+    """GPU -> GPU over NVLink inside each server, in shifted order: offset k outermost, then
+    server, then GPU index."""
+    n, m_count = links.gpus_per_server, links.n_servers
+    k, d, i = np.meshgrid(np.arange(1, n), np.arange(m_count), np.arange(n), indexing="ij")
+    src = (d * n + i).ravel()
+    dst = (d * n + (i + k) % n).ravel()
+    size = d1[src, dst]
+    keep = size > 0
+    b.add_many(src[keep], dst[keep], size[keep])
 
 
 def _direct(b: _Builder, d1: np.ndarray, links: RailLinks) -> None:
-    """rail_local / rail_spray: one message per off-server pair, sender GPU's own NIC."""
+    """rail_local / rail_spray: one message per off-server pair, sender GPU's own NIC, in
+    shifted order: offset k = (dst - src) mod G outermost, then sender."""
     g, n = links.n_gpus, links.gpus_per_server
-    for k in range(1, g):
-        for src in range(g):
-            dst = (src + k) % g
-            if src // n != dst // n and d1[src, dst] > 0:
-                b.add(src, dst, d1[src, dst])
+    flat = np.flatnonzero(d1 > 0)
+    src, dst = flat // g, flat % g
+    off = src // n != dst // n
+    src, dst = src[off], dst[off]
+    order = np.argsort((dst - src) % g * g + src, kind="stable")
+    src, dst = src[order], dst[order]
+    b.add_many(src, dst, d1[src, dst])
 
 
 def _rail_matched(b: _Builder, d1: np.ndarray, links: RailLinks, nvlink_window: int) -> None:
     """PXN: bytes for GPU (f,m) gather on GPU (d,m) over NVLink, then one rail message each."""
     m_count, n = links.n_servers, links.gpus_per_server
     blocks = d1.reshape(m_count, n, m_count, n)
-    # NVLink pieces per source GPU, in the order the rail messages need them.
-    piece_id: dict[tuple[int, int, int, int], int] = {}
-    for d in range(m_count):
-        for i in range(n):
-            order = [((d + k) % m_count, (i + j) % n) for k in range(1, m_count) for j in range(1, n)]
-            sizes = [int(blocks[d, i, f, m]) for f, m in order]
-            keep = [(fm, s) for fm, s in zip(order, sizes) if s > 0]
-            waits = _chain([s for _, s in keep], nvlink_window)
-            ids: list[int] = []
-            for (f, m), s in keep:
-                w = waits[len(ids)]
-                fid = b.add(d * n + i, d * n + m, s, (ids[w],) if w >= 0 else ())
-                ids.append(fid)
-                piece_id[(d, i, f, m)] = fid
-    for k in range(1, m_count):
-        for d in range(m_count):
-            f = (d + k) % m_count
-            for m in range(n):
-                total = int(blocks[d, :, f, m].sum())
-                if total == 0:
-                    continue
-                deps = [piece_id[(d, i, f, m)] for i in range(n) if (d, i, f, m) in piece_id]
-                b.add(d * n + m, f * n + m, total, deps)
+    # NVLink pieces (d,i) -> (d,m) for (f,m): per source GPU, in the order the rail messages
+    # need them (server offset (f - d) mod M, then GPU offset (m - i) mod n).
+    d, i, f, m = np.nonzero(blocks > 0)
+    keep = (f != d) & (m != i)
+    d, i, f, m = d[keep], i[keep], f[keep], m[keep]
+    order = np.argsort(((d * n + i) * m_count + (f - d) % m_count) * n + (m - i) % n, kind="stable")
+    d, i, f, m = d[order], i[order], f[order], m[order]
+    size = blocks[d, i, f, m]
+    src_gpu = d * n + i
+    waits = _chain_segments(size, src_gpu, nvlink_window)
+    first = b.next_id
+    piece_ids = first + np.arange(len(size), dtype=np.int64)
+    b.add_many(src_gpu, d * n + m, size, waits=np.where(waits >= 0, first + waits, -1))
+    # Rail messages (d,m) -> (f,m), server offset outermost, then server, then rail; each waits
+    # for its pieces in source-GPU order.
+    totals = blocks.sum(axis=1)  # (d, f, m)
+    rd, rf, rm = np.nonzero(totals)
+    keep = rf != rd
+    rd, rf, rm = rd[keep], rf[keep], rm[keep]
+    order = np.argsort(((rf - rd) % m_count * m_count + rd) * n + rm, kind="stable")
+    rd, rf, rm = rd[order], rf[order], rm[order]
+    by_rail = np.argsort((d * m_count + f) * n + m, kind="stable")  # pieces by (d, f, m), then i
+    piece_key = ((d * m_count + f) * n + m)[by_rail]
+    rail_key = (rd * m_count + rf) * n + rm
+    lo = np.searchsorted(piece_key, rail_key, side="left")
+    hi = np.searchsorted(piece_key, rail_key, side="right")
+    sorted_ids = piece_ids[by_rail].tolist()
+    deps = [tuple(sorted_ids[a:z]) for a, z in zip(lo.tolist(), hi.tolist())]
+    b.add_many(rd * n + rm, rf * n + rm, totals[rd, rf, rm], deps=deps)
 
 
 def _rails(
@@ -481,6 +517,23 @@ def _chain(sizes: Sequence[int], window: int) -> list[int]:
             i += 1
         waits.append(i if i >= 0 and prefix[j] - prefix[i + 1] >= window else -1)
     return waits
+
+
+def _chain_segments(sizes: np.ndarray, segment: np.ndarray, window: int) -> np.ndarray:
+    """:func:`_chain` of every run of equal ``segment`` values at once (sizes > 0): the index
+    (into the whole array) each message waits for, -1 for none."""
+    count = len(sizes)
+    if count == 0:
+        return np.zeros(0, dtype=np.int64)
+    prefix = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64)))
+    starts = np.flatnonzero(np.concatenate(([True], segment[1:] != segment[:-1])))
+    seg_start = np.repeat(starts, np.diff(np.append(starts, count)))
+    j = np.arange(count)
+    # the latest i in [seg_start, j) with prefix[j] - prefix[i + 1] >= window: prefix is
+    # strictly increasing (sizes > 0), so the count of prefix[1..j] at or below the threshold
+    i = np.searchsorted(prefix[1:], prefix[j] - window, side="right") - 1
+    i = np.minimum(i, j - 1)
+    return np.where(i >= seg_start, i, -1)
 
 
 def _ser_ps(n_bytes: int, rate_bps: int) -> int:

@@ -40,6 +40,11 @@ class RailWorkloadSection(WorkloadSection):
         single unnamed phase. ``seed`` is the run seed."""
         raise NotImplementedError
 
+    def phase_arrays(self, n_servers: int, gpus_per_server: int, seed: int) -> list[tuple[str, np.ndarray]]:
+        """:meth:`phase_matrices` as read-only arrays that may be views of each other (MoE's
+        combine is dispatch transposed): what needs no copies reads these."""
+        return self.phase_matrices(n_servers, gpus_per_server, seed)
+
     def expert_compute_ps(self) -> int:
         """The pause between two phases (after a barrier that waits for the whole first one)."""
         return 0

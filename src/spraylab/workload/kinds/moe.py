@@ -54,6 +54,11 @@ class MoeWorkload(RailWorkloadSection):
     def phase_matrices(self, n_servers: int, gpus_per_server: int, seed: int) -> list[tuple[str, np.ndarray]]:
         """Phase ``dispatch`` and/or ``combine`` (its transpose); routing seed = run seed +
         ``seed_offset`` (numpy), so the matrix does not depend on what other workloads drew."""
+        arrays = self.phase_arrays(n_servers, gpus_per_server, seed)
+        return [(phase, d1 if d1.flags.c_contiguous else d1.copy()) for phase, d1 in arrays]
+
+    def phase_arrays(self, n_servers: int, gpus_per_server: int, seed: int) -> list[tuple[str, np.ndarray]]:
+        """:meth:`phase_matrices` without copies: combine is a transposed view of dispatch."""
         spec = moe.moe_spec_for(
             MOE_PRESETS[self.model],
             n_servers,
@@ -69,7 +74,7 @@ class MoeWorkload(RailWorkloadSection):
         if self.phase in ("dispatch", "both"):
             phases.append(("dispatch", dispatch))
         if self.phase in ("combine", "both"):
-            phases.append(("combine", dispatch.T.copy()))
+            phases.append(("combine", dispatch.T))
         return phases
 
     def estimate_size(self, n_hosts: int, host_rate_bps: int) -> WorkloadSize:
