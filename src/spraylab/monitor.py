@@ -32,8 +32,8 @@ back as said); it is an ordinary event every ``interval``, and it stops reschedu
 no other event is pending (checked again after the events left in the current bucket), so a run
 that would go idle still does, at the same time. The run's ``events`` count includes the
 sampler's events. A sample costs a pass over the monitored ports plus, when one is busy, over
-the pending events (the packets in flight): measured on the demo, about 1-2% of a 10 us interval's
-simulation (``docs/performance.md``).
+the calendar buckets a held packet can be in: on the demo at a 10 us interval, +1.2% executed
+instructions (``benchmarks/monitor_overhead.py``; ``docs/performance.md``).
 
 Memory is the samples kept, in columnar arrays (rows: monitored ports and switches per sample,
 plus the flows active in each interval); nothing grows with the packets.
