@@ -15,7 +15,8 @@ starts). So a sample at ``t`` finds, among the pending events, each monitored po
 held at ``t`` (event time minus delay after ``t``), and the bytes and packets departed by ``t``
 are ``tx_bytes`` and ``tx_packets`` less those: exact, per packet (a packet counts when its last
 bit leaves), and summed over the intervals they are ``tx_bytes`` less what is still held at the
-end. Only ports busy past ``t`` can hold anything; when none is, the scan is skipped. A link
+end. Only ports busy past ``t`` can hold anything (when none is, nothing is scanned), and only
+the calendar buckets from ``t`` plus the delay to the latest ``busy_until`` plus it are read. A link
 change recompiles a port's callback (:meth:`spraylab.net.link.Link.rebuild`; a monitored
 port's link is switched to :class:`_WatchedLink`, same slots, which reports it), and the old
 callbacks stay known: packets scheduled before the change still count for their port.
@@ -353,7 +354,7 @@ class Monitor:
 
     def _sample_ports(self, now: int, dt: int) -> None:
         # column by column: a list per counter over the ports, differenced against the last
-        # sample's (a third of the time of a loop over the ports doing each)
+        # sample's (half the time of one loop over the ports doing everything per port)
         cols = self._port_cols
         ports = self.ports
         n = len(ports)
