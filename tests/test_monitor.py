@@ -91,12 +91,62 @@ def test_departures_never_exceed_the_link_rate_while_enqueues_do(lossy: tuple[Re
 
 
 def test_monitoring_does_not_change_the_run(lossy: tuple[Result, Result]) -> None:
+    """Sampling only reads (the ports' queue maxima, which it borrows, are given back): every
+    table and every summary number is the unmonitored run's, but for the sampler's own events."""
     plain, monitored = lossy
     pd.testing.assert_frame_equal(plain.flows, monitored.flows)
     pd.testing.assert_frame_equal(plain.links, monitored.links)
-    for key in ("sim_time_ps", "stop_reason", "slowdown_mean", "drops"):
-        assert plain.summary[key] == monitored.summary[key]
+    pd.testing.assert_frame_equal(plain.groups, monitored.groups)
+    same = {k: v for k, v in plain.summary.items() if k not in ("events", "wall_s")}
+    assert same == {k: monitored.summary[k] for k in same}
+    assert monitored.summary.keys() == plain.summary.keys()
     assert monitored.summary["events"] > plain.summary["events"]  # the sampler's own events
+    assert plain.links["max_queue_bytes"].max() > 100_000  # the maxima were there to give back
+
+
+def test_departures_across_a_link_change() -> None:
+    """A link change recompiles the port's delivery callback while a queue of packets waits
+    with the old one: they still count as that port's, leaving at the link rate (counted at the
+    change, the whole standing queue would show as one interval's departures, far above it),
+    and so do those sent with the new one. (Enqueue marking: a dequeue-marking port sends its
+    queued packets through its own marking stage, which no link change replaces.)"""
+    events = [{"at": "5us", "link": ["leaf0", "h0"], "action": "loss", "loss_rate": 0.001}]
+    scenario = incast(switch={"ecn_mark_at": "enqueue"}, monitor={"interval": "2us"})
+    scenario["topology"] = {**scenario["topology"], "events": events}
+    result = run(validate(scenario))
+    down = result.timeseries.ports[result.timeseries.ports["link"] == "leaf0->h0"]
+    cap = 100e9 * 2e-6 / 8  # bytes per 2 us at 100 Gb/s
+    before = down[down["t_ps"] == 6_000_000]
+    assert int(before["queue_bytes"].iloc[0]) > 4 * cap  # a standing queue across the change
+    assert (down["tx_bytes"] <= cap + MTU_FRAME + CNP_WIRE_BYTES).all()
+    assert result.summary["completed"]
+    links = result.links.set_index("link")
+    sums = departed_by_link(result).reindex(links.index)
+    assert (sums == links["tx_bytes"]).all()
+
+
+@pytest.mark.parametrize("lossless", [False, True])
+def test_a_run_stopped_with_queues_accounts_for_what_is_still_held(lossless: bool) -> None:
+    """Stopped at a time limit off the sampling grid with queues standing: summed departures
+    fall short of the bytes each port counted by what it still holds, the packets whose last
+    bit has not left. Lossy ports count at enqueue: held is the queue (queue_bytes, rounded
+    down) plus at most the rest of the frame on the wire. Lossless ports count when a
+    transmission starts: held is at most that one frame."""
+    switch = {"lossless": lossless}
+    scenario = incast(switch=switch, monitor={"interval": "2us"}, run={"seed": 3, "time_limit": "7.3us"})
+    result = run(validate(scenario))
+    assert result.summary["stop_reason"] == "time_limit"
+    ports = result.timeseries.ports
+    links = result.links.set_index("link")
+    held = links["tx_bytes"] - departed_by_link(result).reindex(links.index)
+    end = ports[ports["t_ps"] == ports["t_ps"].max()].set_index("link")["queue_bytes"]
+    end = end.reindex(links.index).to_numpy()
+    assert ports["t_ps"].max() == 7_300_000
+    if lossless:
+        assert ((held >= 0) & (held <= MTU_FRAME)).all() and (held > 0).any()
+    else:
+        assert ((held >= end) & (held <= end + MTU_FRAME)).all()
+        assert end.max() > 50_000  # not vacuous: a queue stands at the end
 
 
 def test_the_sampler_stops_when_the_run_goes_idle() -> None:

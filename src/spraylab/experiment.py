@@ -96,9 +96,10 @@ class Simulation:
             "card": scenario_card(self.scenario, self.net.fabric).as_dict(),
         }
         scenario = self.scenario.to_dict()
+        # first: it gives the ports back their run's queue maxima (spraylab.monitor)
+        timeseries = self.monitor.finish() if self.monitor is not None else None
         result = collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)
-        if self.monitor is not None:
-            result.timeseries = self.monitor.finish()
+        result.timeseries = timeseries
         return result
 
 

@@ -1,46 +1,61 @@
 """Time series of a run (the ``[monitor]`` section): per port, per flow and per switch, sampled
-every ``interval``. Nothing here runs unless a scenario has ``[monitor]``.
+every ``interval``. Nothing here runs unless a scenario has ``[monitor]``, and even then no
+packet pays for it: every number is read at sample time, from counters and the event queue.
 
 **Departures, not enqueues.** A lossy port (:class:`spraylab.net.port.Port`) counts ``tx_bytes``
 when a packet is *enqueued*: it computes the packet's departure time then and has no dequeue
-event, so sampling ``tx_bytes`` gives the arrival rate, which may exceed the link rate. A monitored
-port is switched to a subclass (:class:`MonitoredPort`, :class:`MonitoredPfcPort`) that logs each
-packet's departure, the instant its last bit leaves the port, and its size: appended in FIFO order
-for data (departures on a lossy port never decrease, busy_until only grows), on a heap for control
-frames (they leave after their own serialization, ahead of the data backlog, so not in order). A
-sample pops every entry departed by then. Summed over all intervals the departures are exactly
-the port's ``tx_bytes`` less what is still queued at the end. Unmonitored ports keep the base
-classes and pay nothing; monitored ones pay one extra call per packet.
+event, so sampling ``tx_bytes`` gives the arrival rate, which may exceed the link rate. What has
+not left yet is on the calendar, though: every packet a port has counted and whose last bit has
+not left is an event scheduled with that port's delivery callback (``receive_at_peer``, or
+``_deliver_cb`` on a dequeue-marking port) at its departure plus the link's propagation delay,
+and nothing else schedules those callbacks. A data frame departs at the port's ``busy_until``
+after its send, a control frame after its own serialization (ahead of the data backlog), a
+lossless port's frame when its transmission ends (it counts the frame when the transmission
+starts). So a sample at ``t`` finds, among the pending events, each monitored port's packets
+held at ``t`` (event time minus delay after ``t``), and the bytes and packets departed by ``t``
+are ``tx_bytes`` and ``tx_packets`` less those: exact, per packet (a packet counts when its last
+bit leaves), and summed over the intervals they are ``tx_bytes`` less what is still held at the
+end. Only ports busy past ``t`` can hold anything (when none is, nothing is scanned), and only
+the calendar buckets from ``t`` plus the delay to the latest ``busy_until`` plus it are read. A link
+change recompiles a port's callback (:meth:`spraylab.net.link.Link.rebuild`; a monitored
+port's link is switched to :class:`_WatchedLink`, same slots, which reports it), and the old
+callbacks stay known: packets scheduled before the change still count for their port.
 
 **Queue maximum.** The largest backlog a packet found on arrival during the interval (the
-definition of the links table's ``max_queue_bytes``), or the queue at the interval's start if
-larger (a standing queue that nothing joined).
+definition of the links table's ``max_queue_bytes``), or the queue at the interval's start or
+end if larger (a standing queue that nothing joined). The port already keeps that maximum on
+arrival; while monitored it holds the interval's (the sampler resets it to 0 at each sample and
+keeps the run's maximum, which :meth:`Monitor.finish` writes back before the run's tables are
+built), so this costs no packet anything either.
 
-**Sampling never perturbs the run.** The sampler only reads state; it is an ordinary event
-every ``interval``, and it stops rescheduling itself once no other event is pending (checked
-again after the events left in the current bucket), so a run that would go idle still does, at
-the same time. The run's ``events`` count includes the sampler's events.
+**Sampling never perturbs the run.** The sampler only reads state (the queue maximum aside, put
+back as said); it is an ordinary event every ``interval``, and it stops rescheduling itself once
+no other event is pending (checked again after the events left in the current bucket), so a run
+that would go idle still does, at the same time. The run's ``events`` count includes the
+sampler's events. A sample costs a pass over the monitored ports plus, when one is busy, over
+the calendar buckets a held packet can be in: on the demo at a 10 us interval, +1.2% executed
+instructions (``benchmarks/monitor_overhead.py``; ``docs/performance.md``).
 
-Memory is proportional to the samples kept (rows: monitored ports and switches per sample, plus
-the flows active in each interval) plus the departure log of packets still queued.
+Memory is the samples kept, in columnar arrays (rows: monitored ports and switches per sample,
+plus the flows active in each interval); nothing grows with the packets.
 """
 
 from __future__ import annotations
 
 import fnmatch
 from array import array
-from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from heapq import heappop, heappush
+from itertools import chain, repeat
+from operator import sub
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spraylab.engine.simulator import BUCKET_SHIFT
 from spraylab.net.drops import DROP_CAUSES, N_CAUSES
 from spraylab.net.host import Host
-from spraylab.net.packet import Packet
+from spraylab.net.link import Link
 from spraylab.net.port import PfcPort, Port
 
 if TYPE_CHECKING:
@@ -65,6 +80,7 @@ TIMESERIES_FILES = {
     "flows": "timeseries_flows.parquet",
     "switches": "timeseries_switches.parquet",
 }
+_NEVER = 1 << 62
 
 
 def port_role(port: Port) -> str:
@@ -83,72 +99,17 @@ def with_utilization(ports: pd.DataFrame, links: pd.DataFrame) -> pd.DataFrame:
     return ports.assign(utilization=ports["tx_bytes"] * 8e12 / (rate * ports["dt_ps"]))
 
 
-# --- the departure log: ports switched to these classes while monitored ------------------------
-
-
-class DepartureLog:
-    """One monitored port's departures not yet sampled, and its queue maximum this interval."""
-
-    __slots__ = ("data", "control", "max_queue_ps", "max_queue_bytes")
-
-    def __init__(self) -> None:
-        self.data: deque[tuple[int, int]] = deque()  # (departure ps, bytes), in departure order
-        self.control: list[tuple[int, int]] = []  # heap of (departure ps, bytes)
-        self.max_queue_ps = 0  # lossy ports: backlog in time (the port's own measure)
-        self.max_queue_bytes = 0  # lossless ports
-
-
-class MonitoredPort(Port):
-    """A lossy port that logs departures (same layout as :class:`Port`, so a port can switch)."""
+class _WatchedLink(Link):
+    """A monitored port's link: reports each recompiled delivery callback to the monitor (in
+    ``port.monitor``), so that packets scheduled with an older one are still recognized. Same
+    slots as :class:`Link`, so a link can switch; link changes are rare events, packets never
+    call this."""
 
     __slots__ = ()
 
-    def send(self, pkt: Packet) -> None:
-        log = self.monitor
-        backlog_ps = self.busy_until - self.sim.now
-        if backlog_ps > log.max_queue_ps:
-            log.max_queue_ps = backlog_ps
-        sent = self.tx_bytes
-        Port.send(self, pkt)
-        size = self.tx_bytes - sent
-        if size:  # not dropped: it leaves when the port's new busy_until is reached
-            log.data.append((self.busy_until, size))
-
-    def send_control(self, pkt: Packet) -> None:
-        now = self.sim.now
-        sent = self.tx_bytes
-        Port.send_control(self, pkt)
-        size = self.tx_bytes - sent
-        # Port.send_control: the frame leaves after its own serialization
-        heappush(self.monitor.control, (now + int(size * self.ps_per_byte), size))
-
-
-class MonitoredPfcPort(PfcPort):
-    """A lossless port that logs departures: its transmissions are sequential, so in order."""
-
-    __slots__ = ()
-
-    def send(self, pkt: Packet) -> None:
-        log = self.monitor
-        backlog = self.queued_bytes + pkt.size  # PfcPort.send's measure, before it may start sending
-        if backlog > log.max_queue_bytes:
-            log.max_queue_bytes = backlog
-        PfcPort.send(self, pkt)
-
-    def _start_next(self) -> None:
-        sent = self.tx_bytes
-        PfcPort._start_next(self)
-        size = self.tx_bytes - sent
-        if size:
-            self.monitor.data.append((self.busy_until, size))
-
-
-def _attach(port: Port) -> DepartureLog:
-    log = DepartureLog()
-    port.monitor = log
-    # Same slots, so the instance can change class; callers look ``send`` up on every packet.
-    port.__class__ = MonitoredPfcPort if isinstance(port, PfcPort) else MonitoredPort
-    return log
+    def rebuild(self) -> None:
+        Link.rebuild(self)
+        self.port.monitor.note_callbacks(self.port)
 
 
 # --- selection ---------------------------------------------------------------------------------
@@ -183,14 +144,55 @@ def _select(
 # --- the monitor ---------------------------------------------------------------------------------
 
 
-@dataclass
-class TimeSeries:
-    """A run's time series (``Result.timeseries``). Each row covers the interval ending at
-    ``t_ps`` and lasting ``dt_ps`` (the last one may be shorter: the run's end)."""
+Columns = dict[str, np.ndarray[Any, Any]]
 
-    ports: pd.DataFrame
-    flows: pd.DataFrame
-    switches: pd.DataFrame
+
+class TimeSeries:
+    """A run's time series (``Result.timeseries``): the DataFrames ``ports``, ``flows`` and
+    ``switches``. Each row covers the interval ending at ``t_ps`` and lasting ``dt_ps`` (the last
+    one may be shorter: the run's end). A monitored run keeps them as numpy columns and builds
+    each DataFrame on first access, so a caller that reads only the summary never imports
+    pandas; they pickle either way."""
+
+    def __init__(
+        self,
+        ports: pd.DataFrame | None = None,
+        flows: pd.DataFrame | None = None,
+        switches: pd.DataFrame | None = None,
+        *,
+        columns: dict[str, Columns] | None = None,
+        names: dict[str, list[str]] | None = None,
+    ) -> None:
+        self._frames: dict[str, pd.DataFrame] = {}
+        for name, frame in (("ports", ports), ("flows", flows), ("switches", switches)):
+            if frame is not None:
+                self._frames[name] = frame
+        # not built yet: the table's columns, and the categories of its name column (codes)
+        self._columns = columns or {}
+        self._names = names or {}
+
+    @property
+    def ports(self) -> pd.DataFrame:
+        return self._frame("ports", PORT_COLUMNS, "link")
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        return self._frame("flows", FLOW_COLUMNS, None)
+
+    @property
+    def switches(self) -> pd.DataFrame:
+        return self._frame("switches", SWITCH_COLUMNS, "switch")
+
+    def _frame(self, name: str, order: tuple[str, ...], category: str | None) -> pd.DataFrame:
+        frame = self._frames.get(name)
+        if frame is None:
+            import pandas as pd
+
+            cols: dict[str, Any] = dict(self._columns.pop(name))
+            if category is not None:
+                cols[category] = pd.Categorical.from_codes(cols[category], self._names.pop(name))
+            frame = self._frames[name] = pd.DataFrame({c: cols[c] for c in order})
+        return frame
 
     def write_files(self, directory: Path) -> None:
         for name, file in TIMESERIES_FILES.items():
@@ -235,15 +237,30 @@ class Monitor:
 
             raise ScenarioError(errors)
         self.ports: list[Port] = [ports[i] for i in port_idx]
-        self.logs = [_attach(p) for p in self.ports]
         self.port_names = [p.name for p in self.ports]
+        # id of each delivery callback a monitored port has scheduled packets with -> its index;
+        # the callbacks themselves are kept, so that no other object can take their ids
+        self._owner: dict[int, int] = {}
+        self._callbacks: list[Callable[[Any], None]] = []
+        self._index = {id(p): i for i, p in enumerate(self.ports)}
+        for port in self.ports:
+            port.monitor = self
+            port.link.__class__ = _WatchedLink
+            self.note_callbacks(port)
         self.qps = [qps[i] for i in flow_idx]
         self.switches = [switches[i] for i in switch_idx]
         # cumulative counters at the previous sample
         n = len(self.ports)
+        self._lossless = [isinstance(p, PfcPort) for p in self.ports]
         self._prev_ecn = [0] * n
-        self._prev_drops = [[0] * N_CAUSES for _ in range(n)]
+        self._prev_drops = [[0] * n for _ in range(N_CAUSES)]  # per cause, per port
         self._prev_paused = [0] * n
+        self._prev_bytes = [0] * n  # departed
+        self._prev_packets = [0] * n
+        self._start_queue = [0] * n  # the queue at the previous sample
+        self._run_max_queue = [p.max_queue_bytes for p in self.ports]  # see "Queue maximum"
+        for port in self.ports:
+            port.max_queue_bytes = 0
         self._prev_flow = [(0, 0, 0)] * len(self.qps)  # delivered bytes, CNPs, retransmissions
         self._port_cols: dict[str, array[int]] = {c: array("q") for c in PORT_COLUMNS if c != "link"}
         self._port_link = array("q")
@@ -255,12 +272,15 @@ class Monitor:
         self.last_ps = 0
         self.next_ps = self.interval_ps
         self.stopped = False
+        self.finished: TimeSeries | None = None
         self._tick_cb = self._tick
         self._recheck_cb = self._recheck
         self.sim.schedule(self.next_ps, self._tick_cb)
 
     # --- scheduling ---------------------------------------------------------------------------
     def _tick(self, _: Any) -> None:
+        if self.finished is not None:
+            return  # the run was continued after its result was taken: sampling has ended
         self.sample()
         self.next_ps = self.sim.now + self.interval_ps
         self._continue()
@@ -296,52 +316,82 @@ class Monitor:
         self._sample_switches(now, dt)
         self.last_ps = now
 
+    def note_callbacks(self, port: Port) -> None:
+        """Learn ``port``'s current delivery callbacks (at the start and after a link change)."""
+        i = self._index[id(port)]
+        for callback in (port.receive_at_peer, port._deliver_cb):
+            if callback is not None and id(callback) not in self._owner:
+                self._owner[id(callback)] = i
+                self._callbacks.append(callback)
+
+    def _held(self, now: int) -> tuple[list[int], list[int]] | None:
+        """Per monitored port, the bytes and packets it has counted whose last bit has not left
+        by ``now`` (module doc), or None when no port is busy past ``now``."""
+        ports = self.ports
+        # port i's packet is held when its event is after now + the port's delay, and it can be
+        # no later than the port's busy_until + delay: only buckets in that window are read
+        after = [now + p.delay_ps if p.busy_until > now else _NEVER for p in ports]
+        first = min(after, default=_NEVER)
+        if first == _NEVER:
+            return None
+        last = max(p.busy_until + p.delay_ps for p in ports)
+        low_bucket = (first + 1) >> BUCKET_SHIFT  # every time in a bucket below is <= first
+        high_bucket = last >> BUCKET_SHIFT
+        held_bytes = [0] * len(ports)
+        held_packets = [0] * len(ports)
+        owner = self._owner.get
+        sim = self.sim
+        # The calendar's lists, read directly. The bucket being processed still holds the
+        # events run before this one; their time is at most now, so they fail the test.
+        window = [events for b, events in sim._buckets.items() if low_bucket <= b <= high_bucket]
+        for events in chain((sim._current,), window):
+            for t, fn, pkt in events:
+                i = owner(id(fn))
+                if i is not None and t > after[i]:
+                    held_bytes[i] += pkt.size
+                    held_packets[i] += 1
+        return held_bytes, held_packets
+
     def _sample_ports(self, now: int, dt: int) -> None:
+        # column by column: a list per counter over the ports, differenced against the last
+        # sample's (half the time of one loop over the ports doing everything per port)
         cols = self._port_cols
-        t_col, dt_col = cols["t_ps"], cols["dt_ps"]
-        bytes_col, pkts_col = cols["tx_bytes"], cols["tx_packets"]
-        q_col, qmax_col, ecn_col = cols["queue_bytes"], cols["queue_max_bytes"], cols["ecn_marks"]
-        drop_cols = [cols[c] for c in PORT_DROP_COLUMNS]
-        paused_col = cols["paused_ps"]
-        link = self._port_link
-        for i, (port, log) in enumerate(zip(self.ports, self.logs)):
-            departed = packets = 0
-            data = log.data
-            while data and data[0][0] <= now:
-                departed += data.popleft()[1]
-                packets += 1
-            control = log.control
-            while control and control[0][0] <= now:
-                departed += heappop(control)[1]
-                packets += 1
-            queue = port.queue_bytes()
-            if isinstance(port, PfcPort):
-                qmax = log.max_queue_bytes
-                log.max_queue_bytes = queue
-                paused = port.paused_ps + (now - port.paused_since if port.paused else 0)
-            else:
-                qmax = int(log.max_queue_ps / port.ps_per_byte)
-                backlog_ps = port.busy_until - now
-                log.max_queue_ps = backlog_ps if backlog_ps > 0 else 0
-                paused = port.paused_ps
-            t_col.append(now)
-            dt_col.append(dt)
-            link.append(i)
-            bytes_col.append(departed)
-            pkts_col.append(packets)
-            q_col.append(queue)
-            qmax_col.append(max(qmax, queue))
-            ecn = port.ecn_marks
-            ecn_col.append(ecn - self._prev_ecn[i])
-            self._prev_ecn[i] = ecn
-            prev = self._prev_drops[i]
-            by_cause = port.drops_by_cause
-            for j in range(N_CAUSES):
-                value = by_cause[j]
-                drop_cols[j].append(value - prev[j])
-                prev[j] = value
-            paused_col.append(paused - self._prev_paused[i])
-            self._prev_paused[i] = paused
+        ports = self.ports
+        n = len(ports)
+        cols["t_ps"].extend(repeat(now, n))
+        cols["dt_ps"].extend(repeat(dt, n))
+        self._port_link.extend(range(n))
+        departed = [p.tx_bytes for p in ports]
+        packets = [p.tx_packets for p in ports]
+        held = self._held(now)
+        if held is not None:
+            departed = list(map(sub, departed, held[0]))
+            packets = list(map(sub, packets, held[1]))
+        cols["tx_bytes"].extend(map(sub, departed, self._prev_bytes))
+        cols["tx_packets"].extend(map(sub, packets, self._prev_packets))
+        self._prev_bytes, self._prev_packets = departed, packets
+        queue = [p.queue_bytes() for p in ports]
+        cols["queue_bytes"].extend(queue)
+        # the largest backlog an arrival found since the last sample (module doc)
+        arrivals_max = [p.max_queue_bytes for p in ports]
+        for port in ports:
+            port.max_queue_bytes = 0
+        self._run_max_queue = list(map(max, self._run_max_queue, arrivals_max))
+        cols["queue_max_bytes"].extend(map(max, arrivals_max, self._start_queue, queue))
+        self._start_queue = queue
+        ecn = [p.ecn_marks for p in ports]
+        cols["ecn_marks"].extend(map(sub, ecn, self._prev_ecn))
+        self._prev_ecn = ecn
+        for j, column in enumerate(PORT_DROP_COLUMNS):
+            drops = [p.drops_by_cause[j] for p in ports]
+            cols[column].extend(map(sub, drops, self._prev_drops[j]))
+            self._prev_drops[j] = drops
+        paused = [
+            p.paused_ps + (now - p.paused_since if p.paused else 0) if lossless else p.paused_ps
+            for p, lossless in zip(ports, self._lossless)
+        ]  # a pause in progress counts up to now
+        cols["paused_ps"].extend(map(sub, paused, self._prev_paused))
+        self._prev_paused = paused
 
     def _sample_flows(self, now: int, dt: int) -> None:
         cols = self._flow_cols
@@ -381,26 +431,33 @@ class Monitor:
 
     # --- results ------------------------------------------------------------------------------
     def finish(self) -> TimeSeries:
-        """Close the interval ending now (the run's end) and return every sample as tables."""
-        import pandas as pd
-
+        """Close the interval ending now (the run's end), give each port back its run's queue
+        maximum, and return every sample. Monitoring ends here (a later call returns the same
+        series; a continued run is no longer sampled), and it must come before the ports'
+        counters are read for the run's tables."""
+        if self.finished is not None:
+            return self.finished
         self.sample()
-        ports = {c: np.frombuffer(a, dtype=np.int64) for c, a in self._port_cols.items()}
-        ports["link"] = pd.Categorical.from_codes(
-            np.frombuffer(self._port_link, dtype=np.int64), self.port_names
-        )  # type: ignore[assignment]
-        flows = {
-            c: np.frombuffer(a, dtype=np.float64 if c == "rate_bps" else np.int64)
-            for c, a in self._flow_cols.items()
-        }
-        switches = {c: np.frombuffer(a, dtype=np.int64) for c, a in self._switch_cols.items()}
-        names = [s.name for s in self.switches]
-        switches["switch"] = pd.Categorical.from_codes(np.frombuffer(self._switch_id, dtype=np.int64), names)  # type: ignore[assignment]
-        return TimeSeries(
-            pd.DataFrame({c: ports[c] for c in PORT_COLUMNS}).copy(),
-            pd.DataFrame({c: flows[c] for c in FLOW_COLUMNS}).copy(),
-            pd.DataFrame({c: switches[c] for c in SWITCH_COLUMNS}).copy(),
-        )
+        self.stopped = True
+        # the links table's maximum is the run's
+        for port, run_max in zip(self.ports, self._run_max_queue):
+            if run_max > port.max_queue_bytes:
+                port.max_queue_bytes = run_max
+        ports = {c: _column(a) for c, a in self._port_cols.items()}
+        ports["link"] = _column(self._port_link)
+        flows = {c: _column(a) for c, a in self._flow_cols.items()}
+        switches = {c: _column(a) for c, a in self._switch_cols.items()}
+        switches["switch"] = _column(self._switch_id)
+        columns = {"ports": ports, "flows": flows, "switches": switches}
+        names = {"ports": list(self.port_names), "switches": [s.name for s in self.switches]}
+        self.finished = TimeSeries(columns=columns, names=names)
+        return self.finished
+
+
+def _column(values: array[Any]) -> np.ndarray[Any, Any]:
+    """One sampled column as numpy (int64, or float64 for rates), sharing the array's memory
+    (no copy: sampling has ended, and the array can no longer grow)."""
+    return np.frombuffer(values, dtype=np.float64 if values.typecode == "d" else np.int64)
 
 
 def _flow_rate_bps(qp: Any) -> float:

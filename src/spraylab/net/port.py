@@ -96,7 +96,7 @@ class Port:
         "marks_pending",
         "kmin_ps",
         "_deliver_cb",
-        "monitor",  # spraylab.monitor's departure log while this port is monitored, else None
+        "monitor",  # the spraylab.monitor.Monitor sampling this port, else None
         # counters
         "tx_bytes",
         "tx_packets",
