@@ -7,7 +7,7 @@ when a packet is *enqueued*: it computes the packet's departure time then and ha
 event, so sampling ``tx_bytes`` gives the arrival rate, which may exceed the link rate. What has
 not left yet is on the calendar, though: every packet a port has counted and whose last bit has
 not left is an event scheduled with that port's delivery callback (``receive_at_peer``, or
-``_deliver_cb`` on a dequeue-marking port) at its departure plus the link's propagation delay,
+``_deliver_cb``, for a data packet that queued) at its departure plus the link's propagation delay,
 and nothing else schedules those callbacks. A data frame departs at the port's ``busy_until``
 after its send, a control frame after its own serialization (ahead of the data backlog), a
 lossless port's frame when its transmission ends (it counts the frame when the transmission

@@ -143,7 +143,8 @@ class Port:
         self.busy_log: deque[tuple[int, int]] = deque()
         self.marks_pending = 0
         self.kmin_ps = kmin_span_ps(self.kmin, self.ps_per_byte)
-        self._deliver_cb = self._deliver_marking
+        # the delivery of a queued data packet, which looks the link's stages up when it arrives
+        self._deliver_cb = self._deliver_marking if self.mark_at_dequeue else self._deliver_queued
         self.monitor: Any = None
         span = self.kmax - self.kmin
         self.mark_slope = self.pmax / span if span > 0 else 0.0
@@ -172,8 +173,8 @@ class Port:
 
     def fail(self) -> None:
         """The link goes down: everything sent into it from now on is lost (counted as drops),
-        and so is every data packet still queued on a dequeue-marking port (its delivery looks
-        the callback up when it arrives) or on a lossless port (``PfcPort.link_down``). Packets
+        and so is every data packet still queued (its delivery looks the link's stages up when
+        it arrives; a lossless port flushes its queue, ``PfcPort.link_down``). Packets
         that found the port idle and control frames already on the wire (at most one
         serialization plus the propagation delay) still arrive. The check is the link's first
         delivery stage (``spraylab.net.link``), so working links pay nothing for it."""
@@ -225,12 +226,19 @@ class Port:
         self.tx_packets += 1
         # A packet that found the port idle starts at once with nothing behind it: never marked
         # at dequeue, and no later packet's judgement needs its log entry.
-        if self.mark_at_dequeue and busy > now and pkt.kind == DATA:
-            self.busy_log.append((now, depart))
-            self.marks_pending += 1
+        if busy > now and pkt.kind == DATA:
+            if self.mark_at_dequeue:
+                self.busy_log.append((now, depart))
+                self.marks_pending += 1
             sim.schedule(depart + self.delay_ps, self._deliver_cb, pkt)
         else:
             sim.schedule(depart + self.delay_ps, self.receive_at_peer, pkt)
+
+    def _deliver_queued(self, pkt: Packet) -> None:
+        """Arrival of a data packet that queued on an enqueue-marking port: through the link's
+        stages as they are now, so a link that failed (or started losing) while it waited in
+        the queue treats it as it treats every later packet."""
+        self.receive_at_peer(pkt)
 
     def _deliver_marking(self, pkt: Packet) -> None:
         """Arrival at the far end of a data packet on a dequeue-marking port: judge it by the
