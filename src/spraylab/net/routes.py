@@ -126,17 +126,11 @@ class Route:
     def base_rtt_ps(self, mtu_bytes: int) -> float:
         """Round trip of a full data packet out and its ACK back over this route's links with
         every queue empty: propagation both ways plus each frame's serialization per hop."""
-        data_bytes = data_wire_bytes(mtu_bytes)
-        first = self.hops[0].port
-        rtt = (
-            first.delay_ps
-            + data_bytes * first.ps_per_byte
-            + first.delay_ps
-            + ACK_WIRE_BYTES * first.ps_per_byte
-        )
-        for hop in self.hops[1:]:
+        frames = data_wire_bytes(mtu_bytes) + ACK_WIRE_BYTES
+        rtt = 0
+        for hop in self.hops:
             port = hop.port
-            rtt += 2 * port.delay_ps + (data_bytes + ACK_WIRE_BYTES) * port.ps_per_byte
+            rtt += 2 * port.delay_ps + frames * port.ps_per_byte
         return float(rtt)
 
 
