@@ -131,7 +131,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--packet-max-gpus", type=int, default=PACKET_MAX_GPUS)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
-        "--merge", type=Path, nargs="*", default=[], help="--json files whose rows join these"
+        "--merge",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="--json files whose rows join these (rows measured now win)",
     )
     parser.add_argument("--markdown", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -145,8 +149,13 @@ def main(argv: list[str]) -> int:
                 row = measure(case, strategy, engine)
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-    for path in args.merge:
-        rows += json.loads(path.read_text())["rows"]
+    fresh = {(r["case"], r["strategy"], r["engine"]) for r in rows}
+    for path in args.merge:  # a row measured now replaces the merged file's row of the same key
+        rows += [
+            r
+            for r in json.loads(path.read_text())["rows"]
+            if (r["case"], r["strategy"], r["engine"]) not in fresh
+        ]
     order = {
         (c, s, e): i
         for i, (c, s, e) in enumerate(

@@ -26,7 +26,9 @@ from spraylab.fluid.l0_rail_result import link_roles, uplink_imbalance_arrays
 from spraylab.metrics.collect import bucket_and_group_statistics, flow_statistics
 
 
-def _scenario(engine: str, strategy: str, scheme: str = "rps", **workload: Any) -> dict[str, Any]:
+def _scenario(
+    engine: str, strategy: str, scheme: str = "rps", seed: int = 1, **workload: Any
+) -> dict[str, Any]:
     return {
         "topology": {"kind": "rail", "servers": 3, "gpus_per_server": 4, "spines": 2},
         "lb": {"scheme": scheme},
@@ -40,7 +42,7 @@ def _scenario(engine: str, strategy: str, scheme: str = "rps", **workload: Any) 
             "zipf_s": 0.8,
             **workload,
         },
-        "run": {"engine": engine, "progress": False},
+        "run": {"engine": engine, "progress": False, "seed": seed},
     }
 
 
@@ -50,10 +52,20 @@ def _same(x: Any, y: Any) -> bool:
     return bool(x == y)
 
 
-@pytest.mark.parametrize("strategy", ["rail_local", "rail_spray"])
-def test_one_message_per_pair_equals_l0_on_the_messages(strategy: str) -> None:
-    matrix = run(_scenario("l0_rail", strategy))
-    messages = run(_scenario("l0", strategy))
+@pytest.mark.parametrize(
+    ("strategy", "scheme", "seed"),
+    [
+        ("rail_local", "rps", 1),
+        ("rail_spray", "rps", 1),
+        ("rail_local", "ecmp", 1),
+        ("rail_local", "ecmp", 7),
+    ],
+)
+def test_one_message_per_pair_equals_l0_on_the_messages(strategy: str, scheme: str, seed: int) -> None:
+    """Under ECMP both must hash every cross-rail message onto the same spine (the packet
+    engine's flow ids, entropies and salts), so the spine loads, and every flow, are equal."""
+    matrix = run(_scenario("l0_rail", strategy, scheme, seed=seed))
+    messages = run(_scenario("l0", strategy, scheme, seed=seed))
     own = {"engine", "wall_s", "l0.binding", "l0.binding_link"}
     for key in set(matrix.summary) | set(messages.summary):
         if key not in own:

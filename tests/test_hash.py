@@ -25,9 +25,13 @@ import subprocess
 import sys
 from collections import Counter
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from simutil import US, make_net
 
+from spraylab.fluid.routing import hop_hash_array, packet_hash_array, random_words
 from spraylab.net.routes import hop_hash, mix64, packet_hash, trace_route
 from spraylab.topology.fat_tree import fat_tree
 from spraylab.validation import chi_square_p_value
@@ -98,3 +102,28 @@ def test_hashes_are_the_same_in_every_process() -> None:
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == repr(here)
+
+
+@given(
+    hashes=st.lists(st.integers(0, (1 << 64) - 1), min_size=1, max_size=50),
+    seed=st.integers(0, (1 << 64) - 1),
+    flow_ids=st.lists(st.integers(0, (1 << 40) - 1), min_size=1, max_size=50),
+)
+def test_array_hashes_equal_the_scalar_ones(hashes: list[int], seed: int, flow_ids: list[int]) -> None:
+    """The numpy versions the matrix tiers use (``l0_rail``) compute the same 64-bit values."""
+    assert hop_hash_array(np.array(hashes, dtype=np.uint64), seed).tolist() == [
+        hop_hash(h, seed) for h in hashes
+    ]
+    entropies = [(f * 7919) & 0xFFFF for f in flow_ids]
+    assert packet_hash_array(np.array(flow_ids), np.array(entropies)).tolist() == [
+        packet_hash(f, e) for f, e in zip(flow_ids, entropies)
+    ]
+
+
+@given(seed=st.integers(0, 2**32), count=st.integers(0, 300), bits=st.integers(1, 32))
+def test_random_words_are_the_generator_s_short_draws(seed: int, count: int, bits: int) -> None:
+    """One long draw gives the values, and leaves the generator in the state, of ``count``
+    calls of ``getrandbits(bits)``."""
+    a, b = random.Random(seed), random.Random(seed)
+    assert random_words(a, count, bits).tolist() == [b.getrandbits(bits) for _ in range(count)]
+    assert a.getrandbits(64) == b.getrandbits(64)

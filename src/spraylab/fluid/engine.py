@@ -27,6 +27,7 @@ wait for the next solve). 0 re-solves at every event.
 from __future__ import annotations
 
 import heapq
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from spraylab.engine.simulator import Simulator
-from spraylab.fluid.routing import FluidFabric, route_model
+from spraylab.fluid.routing import FluidFabric, random_words, route_model
 from spraylab.fluid.solver import Problem, certify, solve
 from spraylab.net.framing import data_wire_bytes
 from spraylab.workload.build import GroupInfo, build_flows
@@ -81,6 +82,16 @@ def lb_setup_draws(scheme: str, params: dict[str, Any]) -> int:
     return Counting.draws - 3  # the network's own: flows, ports, switch salts
 
 
+def network_streams(seed: int, fabric: Any) -> tuple[Simulator, random.Random, list[int]]:
+    """The run's generator, the flows' entropy stream and every switch's salt, drawn as
+    ``Network`` draws them (flows, ECN marking, salts, in that order), so both engines hash alike."""
+    sim = Simulator(seed)
+    flow_rng = sim.derive_rng(0x5EED_F10)
+    sim.derive_rng(0xEC4)  # the packet engine's ECN marking stream
+    salt_rng = sim.derive_rng(0x5A17)
+    return sim, flow_rng, [salt_rng.getrandbits(64) for _ in fabric.switch_tier]
+
+
 @dataclass
 class FluidRun:
     """Everything a fluid run needs, built from a scenario (see :func:`prepare`)."""
@@ -112,12 +123,8 @@ def prepare(scenario: Any) -> FluidRun:
         model = route_model(scenario.lb.scheme)
     except ValueError as exc:
         raise ScenarioError([str(exc)]) from None
-    sim = Simulator(scenario.run.seed)
-    flow_rng = sim.derive_rng(0x5EED_F10)
-    sim.derive_rng(0xEC4)  # the packet engine's ECN marking stream
-    salt_rng = sim.derive_rng(0x5A17)
     fabric = build_fabric(scenario.topology)
-    salts = [salt_rng.getrandbits(64) for _ in fabric.switch_tier]
+    sim, flow_rng, salts = network_streams(scenario.run.seed, fabric)
     draws = lb_setup_draws(scenario.lb.scheme, scenario.lb.params)
     spray_rng = None
     if model == "entropies":  # spray_rr's setup derives its one stream here (lb/spray_rr.py)
@@ -135,7 +142,7 @@ def prepare(scenario: Any) -> FluidRun:
                 ]
             )
     flows, groups = build_flows(scenario.workload, fabric, sim.derive_rng(0xF10A), scenario.run.seed)
-    entropy = [flow_rng.getrandbits(16) for _ in flows]
+    entropy = random_words(flow_rng, len(flows), 16).tolist()  # one getrandbits(16) per flow
     spray: list[list[int]] = []
     if spray_rng is not None:  # drawn at each flow's start, in start order: here, list order
         paths = make_lb(scenario.lb.scheme, scenario.lb.params).params.paths  # type: ignore[attr-defined]

@@ -17,8 +17,14 @@ The model, per phase (dispatch, then combine after the barrier and ``expert_comp
   on the same scenario (tested, under a splitting scheme); for ``rail_matched`` and ``rails``
   it assumes the relays pipeline perfectly (``l0`` instead puts a barrier after every
   dependency depth, and ``rails``' posting schedule would make ``l0`` wait for the last post).
-* **Spines.** Cross-rail bytes split evenly over the spines (a rail leaf has one link to each
-  spine): exact for splitting schemes; under ``ecmp`` it leaves out hash collisions.
+* **Spines.** Under ``ecmp`` each cross-rail message takes the spine the packet engine's
+  switch hash gives it: the message's flow id (its place in the strategy's message list) and
+  entropy, drawn from the same stream, hashed at its rail leaf with that leaf's salt, so both
+  engines see the same collisions (tested against ``l0`` on the messages). Under every other
+  scheme the bytes split evenly over the spines (a rail leaf has one link to each spine):
+  exact for splitting schemes (rps, tor_assist's first-hop round robin), the ideal-adaptive
+  bound for REPS, DFS and the adaptive schemes, and an approximation for ``spray_rr``, whose
+  entropies' uneven shares it leaves out.
 * **Links.** NIC and spine loads are exact for every strategy (``rails``: the planner's rail
   shares, whose chunks are whole packets but the last one, so a share's wire bytes are those
   of one message). NVLink loads are exact for ``rail_local``, ``rail_spray`` and
@@ -32,6 +38,7 @@ docs/fluid.md ("L0 of rail workloads"; ``benchmarks/fluid_l0_rail.py``).
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -39,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from spraylab import provenance
-from spraylab.fluid.engine import PS_PER_S
-from spraylab.fluid.routing import FluidFabric
+from spraylab.fluid.engine import PS_PER_S, network_streams
+from spraylab.fluid.routing import FluidFabric, hop_hash_array, packet_hash_array, random_words
 from spraylab.metrics.result import Result
 from spraylab.net.framing import DATA_OVERHEAD_BYTES, MIN_DATA_PAYLOAD_BYTES, data_wire_bytes
 from spraylab.rails.planner import rail_shares
@@ -48,7 +55,7 @@ from spraylab.workload.base import GroupInfo
 from spraylab.workload.rail_strategies import RailLinks
 from spraylab.workload.rail_workload import RailWorkloadSection
 
-__all__ = ["RailLinkIds", "phase_l0", "run_l0_rail", "wire_bytes_array"]
+__all__ = ["RailLinkIds", "SpineHash", "phase_l0", "run_l0_rail", "wire_bytes_array"]
 
 PPB_PER_BPS = 8 * PS_PER_S  # ps per byte at 1 bit/s
 
@@ -171,6 +178,52 @@ class RailLinkIds:
         )
 
 
+@dataclass(frozen=True)
+class SpineHash:
+    """ECMP's spine for each cross-rail message (module docstring): the entropy of every flow
+    id, each rail leaf's salt and candidate order towards each other rail leaf."""
+
+    entropy: np.ndarray  # [flow id]
+    leaf_salt: np.ndarray  # uint64 [rail]
+    up_link: np.ndarray  # [rail, destination rail, candidate]: leaf -> spine link ids
+    down_link: np.ndarray  # [leaf -> spine link id, destination rail]: spine -> leaf link id
+
+    @classmethod
+    def build(cls, ff: FluidFabric, ids: RailLinkIds, flow_rng: random.Random, n_flows: int) -> SpineHash:
+        n = ids.leaf_spine.shape[0]
+        leaves = [int(ff.link_src[ids.leaf_spine[r, 0]]) for r in range(n)]
+        up = np.zeros((n, n, ids.leaf_spine.shape[1]), dtype=np.int64)
+        for r, leaf in enumerate(leaves):
+            for q in range(n):
+                if q != r:  # host q (server 0's GPU q) is on rail leaf q
+                    up[r, q] = ff.candidates(leaf, q)
+        down = np.full((ff.n_links, n), -1, dtype=np.int64)
+        for s, spine_links in enumerate(ids.spine_leaf):
+            for q in range(n):
+                (lid,) = ff.candidates(int(ff.link_src[spine_links[q]]), q)  # one link per leaf
+                down[ids.leaf_spine[:, s], q] = lid
+        salts = np.array([ff.salts[leaf] for leaf in leaves], dtype=np.uint64)
+        return cls(random_words(flow_rng, n_flows, 16), salts, up, down)
+
+    def links(
+        self, flow_id: np.ndarray, src_rail: np.ndarray, dst_rail: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The (leaf -> spine, spine -> leaf) links of cross-rail messages."""
+        h = packet_hash_array(flow_id, self.entropy[flow_id])
+        pick = hop_hash_array(h, self.leaf_salt[src_rail]) % np.uint64(self.up_link.shape[2])
+        up = self.up_link[src_rail, dst_rail, pick.astype(np.int64)]
+        return up, self.down_link[up, dst_rail]
+
+
+def direct_flow_ids(src: np.ndarray, dst: np.ndarray, g: int, first: int) -> np.ndarray:
+    """Flow ids of off-server messages as ``rail_flows`` numbers them for ``rail_local`` and
+    ``rail_spray``: in shifted order (offset ``(dst - src) mod g``, then sender) from ``first``."""
+    key = (dst - src) % g * g + src
+    rank = np.empty(len(key), dtype=np.int64)
+    rank[np.argsort(key, kind="stable")] = np.arange(len(key))
+    return first + rank
+
+
 @dataclass
 class PhaseL0:
     """One phase: wire bytes per directed link, and every GPU pair's transfer."""
@@ -209,8 +262,12 @@ def phase_l0(
     strategy: str,
     cap_bps: np.ndarray,
     mtu: int,
+    spine_hash: SpineHash | None = None,
+    first_flow_id: int = 0,
 ) -> PhaseL0:
-    """Link loads and pair transfers of moving ``d1`` with ``strategy`` (module docstring)."""
+    """Link loads and pair transfers of moving ``d1`` with ``strategy`` (module docstring);
+    with ``spine_hash``, ``rail_local``'s cross-rail messages take their ECMP spine (the
+    phase's messages numbered from ``first_flow_id``)."""
     m_count, n = links.n_servers, links.gpus_per_server
     n_links = len(cap_bps)
     load = np.zeros(n_links)
@@ -231,14 +288,22 @@ def phase_l0(
     off = ~local
     n_spines = ids.leaf_spine.shape[1]
     cross = off & (si != fj)
+    hashed = spine_hash is not None and strategy == "rail_local"
     if strategy in ("rail_local", "rail_spray"):
         add(ids.nic_up[src[off]], wire[off])
         add(ids.nic_down[dst[off]], wire[off])
-        # an equal share on every spine: per rail leaf, its cross-rail bytes over the spines
-        up_rail = np.bincount(si[cross], weights=wire[cross], minlength=n) / n_spines
-        down_rail = np.bincount(fj[cross], weights=wire[cross], minlength=n) / n_spines
-        add(ids.leaf_spine.ravel(), np.repeat(up_rail, n_spines))
-        add(ids.spine_leaf.T.ravel(), np.repeat(down_rail, n_spines))
+        if hashed:
+            n_local = int(np.count_nonzero(local & (src != dst)))
+            flow_id = direct_flow_ids(src[off], dst[off], m_count * n, first_flow_id + n_local)
+            cross_off = cross[off]
+            spine_up, spine_down = spine_hash.links(flow_id[cross_off], si[cross], fj[cross])
+            add(spine_up, wire[cross])
+            add(spine_down, wire[cross])
+        else:  # an equal share on every spine: per rail leaf, its cross-rail bytes over the spines
+            up_rail = np.bincount(si[cross], weights=wire[cross], minlength=n) / n_spines
+            down_rail = np.bincount(fj[cross], weights=wire[cross], minlength=n) / n_spines
+            add(ids.leaf_spine.ravel(), np.repeat(up_rail, n_spines))
+            add(ids.spine_leaf.T.ravel(), np.repeat(down_rail, n_spines))
     elif strategy == "rail_matched":
         relay = off & (si != fj)  # pieces (d,i) -> (d,j), one per GPU pair
         add(ids.nvl_up[src[relay]], wire[relay])
@@ -266,8 +331,13 @@ def phase_l0(
     busy = np.where(load > 0, load / (cap_bps / 8 / PS_PER_S), 0.0)
     if strategy in ("rail_local", "rail_spray"):
         pair_busy = np.maximum(busy[ids.nic_up[src]], busy[ids.nic_down[dst]])
-        spine_busy = np.maximum(busy[ids.leaf_spine].max(axis=1)[si], busy[ids.spine_leaf].max(axis=0)[fj])
-        pair_busy = np.where(cross, np.maximum(pair_busy, spine_busy), pair_busy)
+        if hashed:
+            pair_busy[cross] = np.maximum(pair_busy[cross], np.maximum(busy[spine_up], busy[spine_down]))
+        else:
+            spine_busy = np.maximum(
+                busy[ids.leaf_spine].max(axis=1)[si], busy[ids.spine_leaf].max(axis=0)[fj]
+            )
+            pair_busy = np.where(cross, np.maximum(pair_busy, spine_busy), pair_busy)
     elif strategy == "rail_matched":
         relay_gpu = sd * n + fj
         pair_busy = np.maximum(busy[ids.nic_up[relay_gpu]], busy[ids.nic_down[dst]])
@@ -414,13 +484,20 @@ def _run_l0_rail(scenario: Any) -> Result:
     except ValueError as exc:
         raise ScenarioError([str(exc)]) from None
     fabric = build_fabric(scenario.topology)
-    ff = FluidFabric(fabric, [0] * len(fabric.switch_tier))  # salts: no hashing here
+    _, flow_rng, salts = network_streams(scenario.run.seed, fabric)
+    ff = FluidFabric(fabric, salts)
     links = RailLinks.from_fabric(fabric)
     ids = RailLinkIds.build(ff, links)
     cap = ff.rate_bps.astype(float)
     mtu = scenario.transport.mtu
     name = f"0:{w.kind}"
     matrices = w.phase_arrays(links.n_servers, links.gpus_per_server, scenario.run.seed)
+    spine_hash = None
+    if route_model(scenario.lb.scheme) == "hash" and w.strategy == "rail_local":
+        # one flow per pair of every phase and a barrier between phases (rail_flows' numbering)
+        n_flows = sum(int(np.count_nonzero(d1)) for _, d1 in matrices) + len(matrices) - 1
+        spine_hash = SpineHash.build(ff, ids, flow_rng, n_flows)
+    first_flow_id = 0
     rows = _Rows([], [], [], [], [], [], [], [])
     group_names: list[str] = []
     groups: dict[str, GroupInfo] = {}
@@ -431,7 +508,8 @@ def _run_l0_rail(scenario: Any) -> Result:
         group = f"{name}:{phase}" if phase else name
         if index:  # the barrier: one 1-byte message after the whole previous phase
             t0 = _barrier(rows, group_names, name, links, ids, cap, tx, mtu, t0, w)
-        p = phase_l0(d1, links, ids, w.strategy, cap, mtu)
+        p = phase_l0(d1, links, ids, w.strategy, cap, mtu, spine_hash, first_flow_id)
+        first_flow_id += len(p.src) + 1  # the phase's messages, then the barrier
         tx += p.load
         busy = np.where(p.load > 0, p.load / (cap / 8 / PS_PER_S), 0.0)
         if busy.max(initial=0.0) > busiest[0]:

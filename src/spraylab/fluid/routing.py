@@ -29,6 +29,7 @@ same random stream. A flow's route is then one of three models:
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -37,7 +38,14 @@ import numpy as np
 from spraylab.net.routes import MAX_HOPS, hop_hash
 from spraylab.topology.fabric import Fabric
 
-__all__ = ["FluidFabric", "ROUTE_MODELS", "route_model"]
+__all__ = [
+    "FluidFabric",
+    "ROUTE_MODELS",
+    "hop_hash_array",
+    "packet_hash_array",
+    "route_model",
+    "random_words",
+]
 
 # load balancer -> route model (module docstring)
 ROUTE_MODELS: dict[str, str] = {
@@ -50,6 +58,31 @@ ROUTE_MODELS: dict[str, str] = {
     "drill": "pool",
     "dfs": "pool",
 }
+
+
+def hop_hash_array(pkt_hash: np.ndarray, seed: np.ndarray | int) -> np.ndarray:
+    """:func:`spraylab.net.routes.hop_hash` of every element (uint64 arithmetic wraps modulo
+    2^64 as the scalar version masks)."""
+    z = np.asarray(pkt_hash, dtype=np.uint64) ^ np.asarray(seed, dtype=np.uint64)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def packet_hash_array(flow_id: np.ndarray, entropy: np.ndarray) -> np.ndarray:
+    """:func:`spraylab.net.routes.packet_hash` of every (flow id, entropy)."""
+    header = (np.asarray(flow_id, dtype=np.uint64) << np.uint64(16)) | np.asarray(entropy, dtype=np.uint64)
+    return hop_hash_array(header, 0)
+
+
+def random_words(rng: random.Random, count: int, bits: int) -> np.ndarray:
+    """``[rng.getrandbits(bits) for _ in range(count)]`` (``bits`` <= 32) as one draw: CPython
+    fills a long ``getrandbits`` with consecutive 32-bit outputs, lowest word first, and a short
+    one keeps an output's top ``bits``; the generator ends in the same state."""
+    if not 0 < bits <= 32:
+        raise ValueError(f"bits = {bits}: 1 to 32")
+    words = np.frombuffer(rng.getrandbits(32 * count).to_bytes(4 * count, "little"), dtype="<u4")
+    return (words >> np.uint32(32 - bits)).astype(np.int64)
 
 
 def route_model(scheme: str) -> str:
