@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from spraylab.experiment import run
+from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
+from spraylab.transport.params import TransportParams
 from spraylab.units import format_bytes, format_time
 
 TOLERANCE = 0.05
@@ -182,6 +184,7 @@ def measure(case: Case) -> Row:
 
 
 def page(rows: list[Row], command: str) -> str:
+    mtu = TransportParams().mtu_bytes  # every case runs at the default MTU
     judged = [r for r in rows if r.case.judged]
     met = sum(r.met for r in judged)
     lines = [
@@ -222,6 +225,11 @@ def page(rows: list[Row], command: str) -> str:
         "",
         "Reading the errors:",
         "",
+        "* The fluid engine leaves out ACK frames. A packet-level receiver ACKs every data packet,",
+        f"  {ACK_WIRE_BYTES} wire bytes per {data_wire_bytes(mtu):,} of a full data frame "
+        f"({100 * ACK_WIRE_BYTES / data_wire_bytes(mtu):.1f}%), at strict priority",
+        "  on the host's uplink beside the data it sends: where a host link binds the fluid",
+        "  engine is early by about that share.",
         "* The fluid engine reaches the fair rates at once and has no queues, so it is faster",
         "  than the packet engine wherever packets queue. Random per-packet spraying (`rps`) builds",
         "  queues from the random imbalance of its choices (a random walk at full load), and the",
