@@ -374,3 +374,53 @@ def test_a_rail_spray_point_is_keyed_as_it_runs() -> None:
     outcome = execute(spray.scenario.to_dict())
     assert outcome.result is not None
     assert scenario_key(outcome.result.scenario) == spray.key
+
+
+class _TwoSlots:
+    """Two workers, the older run finishing at each wait: records which runs were in flight
+    together (by flow size, which tells the two sweeps apart)."""
+
+    name = "two-slots"
+    slots = 2
+
+    def __init__(self) -> None:
+        from spraylab.executors import execute
+
+        self.execute = execute
+        self.running: dict[int, dict[str, Any]] = {}
+        self.together: list[set[str]] = []
+        self.next = 0
+
+    def submit(self, scenario: dict[str, Any]) -> int:
+        self.next += 1
+        self.running[self.next] = scenario
+        return self.next
+
+    def wait(self, handles: Any, timeout: float) -> list[tuple[int, Any]]:
+        self.together.append({s["workload"][0]["size"] for s in self.running.values()})
+        first = min(self.running)
+        return [(first, self.execute(self.running.pop(first)))]
+
+    def shutdown(self, cancel: bool = False) -> None:
+        pass
+
+
+def test_a_study_keeps_every_worker_busy_across_its_sweeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One queue for the whole study: while the first sweep's last run is in flight the next
+    sweep's first run takes the idle worker (sweep by sweep, the 2-slot pool would run one)."""
+    from spraylab.study.run import run_study
+
+    body = (
+        'name = "s"\ntemplate = "page.md.j2"\n\n[[sweep]]\nname = "a"\nvariants = ["ecmp/sr"]\n'
+        + TINY_FABRIC
+        + '\n[[sweep]]\nname = "b"\nvariants = ["ecmp/sr", "rps/ideal"]\n'
+        + TINY_FABRIC.replace('"64KB"', '"32KB"')
+    )
+    study = Study.load(write_study(tmp_path, body))
+    pool = _TwoSlots()
+    monkeypatch.setattr("spraylab.study.run.make_executor", lambda *args: pool)
+    outcome = run_study(study, tmp_path / "store")
+    assert [o.done for o in outcome.sweeps.values()] == [1, 2]
+    assert pool.together[0] == {64000, 32000}  # sweep a's only run beside sweep b's first

@@ -521,53 +521,112 @@ def run_sweep(
 
     Failed runs are recorded in the store (``error.json``) and retried by the next invocation;
     the sweep goes on. Ctrl-C stops it: runs in flight are abandoned, finished ones are kept."""
-    store = Store(out)
     events = events or SweepEvents()
-    start = time.perf_counter()
-    from spraylab.output import check_target
-
-    check_target(store.root, "sweep")
-    check_store(sweep, store)
-    with store.lock():
-        store.remove_stale()
-        store.write_index(sweep.index())
-        planned = plan(sweep, store, force, reuse_other_versions)
-        todo, have = planned
-        outcome = SweepOutcome(
-            total=len(sweep.points), skipped=len(have), incomplete_kept=len(planned.incomplete)
-        )
-        session = uuid.uuid4().hex[:12]
-        if not todo:
-            outcome.wall_s = time.perf_counter() - start
-            store.log("sweep-start", session=session, total=outcome.total, to_run=0, skipped=len(have))
-            store.log("sweep-end", session=session, **_counts(outcome))
-            return outcome
+    with OpenSweep(sweep, Store(out), force, reuse_other_versions) as opened:
+        if not opened.todo:
+            opened.close()
+            return opened.outcome
         pool = make_executor(executor, jobs, address) if isinstance(executor, str) else executor
-        store.log("sweep-start", session=session, total=outcome.total, to_run=len(todo), skipped=len(have))
-        executor_name = pool.name
-        events.start(sweep, len(todo), len(have))
-        pending: dict[Any, Point] = {}
-        queue = list(reversed(todo))
-        cancel = False
+        events.start(sweep, len(opened.todo), opened.outcome.skipped)
+        drive([opened], pool, events, poll_s)
+    return opened.outcome
+
+
+class OpenSweep:
+    """One sweep being run: its store locked for this process (a context manager), its plan,
+    and its outcome so far. :func:`drive` runs the points of one or several of them."""
+
+    def __init__(self, sweep: Sweep, store: Store, force: bool, reuse_other_versions: bool) -> None:
+        from spraylab.output import check_target
+
+        check_target(store.root, "sweep")
+        check_store(sweep, store)
+        self.sweep = sweep
+        self.store = store
+        self.force = force
+        self.reuse_other_versions = reuse_other_versions
+        self.session = uuid.uuid4().hex[:12]
+        self.todo: list[Point] = []
+        self.outcome = SweepOutcome(total=len(sweep.points))
+        self.left = 0  # points submitted or still to submit
+        self.start = 0.0
+        self.closed = False
+        self._lock: Any = None
+
+    def __enter__(self) -> OpenSweep:
+        self.start = time.perf_counter()
+        self._lock = self.store.lock()
+        self._lock.__enter__()
         try:
-            while queue or pending:
-                while queue and len(pending) < pool.slots:
-                    point = queue.pop()
-                    pending[pool.submit(point.scenario.to_dict())] = point
-                for handle, result in pool.wait(pending, timeout=poll_s):
-                    point = pending.pop(handle)
-                    _record(store, point, result, outcome, session, executor_name)
-                    events.finished(point, result)
-                events.tick()
-        except KeyboardInterrupt:
-            outcome.interrupted = True
-            cancel = True
-        finally:
-            pool.shutdown(cancel=cancel or bool(pending))
-            events.stop()
-            outcome.wall_s = time.perf_counter() - start
-            store.log("sweep-end", session=session, **_counts(outcome))
-    return outcome
+            planned = self._plan()
+        except BaseException:
+            self._lock.__exit__(None, None, None)
+            raise
+        self.todo = planned.todo
+        self.left = len(planned.todo)
+        self.outcome.skipped = len(planned.have)
+        self.outcome.incomplete_kept = len(planned.incomplete)
+        self.store.log(
+            "sweep-start",
+            session=self.session,
+            total=self.outcome.total,
+            to_run=self.left,
+            skipped=len(planned.have),
+        )
+        return self
+
+    def _plan(self) -> Plan:
+        self.store.remove_stale()
+        self.store.write_index(self.sweep.index())
+        return plan(self.sweep, self.store, self.force, self.reuse_other_versions)
+
+    def record(self, point: Point, result: Outcome, executor_name: str) -> None:
+        _record(self.store, point, result, self.outcome, self.session, executor_name)
+        self.left -= 1
+        if not self.left:
+            self.close()
+
+    def close(self, interrupted: bool = False) -> None:
+        """Log the end of this invocation (once): every point recorded, or ``interrupted``."""
+        if self.closed:
+            return
+        self.closed = True
+        self.outcome.interrupted = interrupted
+        self.outcome.wall_s = time.perf_counter() - self.start
+        self.store.log("sweep-end", session=self.session, **_counts(self.outcome))
+
+    def __exit__(self, *exc: object) -> None:
+        self.close(interrupted=not self.closed and self.left > 0)
+        self._lock.__exit__(*exc)
+
+
+def drive(opened: list[OpenSweep], pool: Executor, events: SweepEvents, poll_s: float = 0.5) -> bool:
+    """Run the points of every opened sweep through ``pool``, the first sweep's first: the next
+    sweep's points fill the workers the last runs of the one before leave idle. Each sweep is
+    closed as its last run is recorded. Returns True if Ctrl-C stopped it (runs in flight are
+    abandoned, finished ones are kept; the open sweeps are closed as interrupted)."""
+    queue = [(o, point) for o in opened for point in o.todo]
+    queue.reverse()
+    pending: dict[Any, tuple[OpenSweep, Point]] = {}
+    cancel = False
+    try:
+        while queue or pending:
+            while queue and len(pending) < pool.slots:
+                o, point = queue.pop()
+                pending[pool.submit(point.scenario.to_dict())] = (o, point)
+            for handle, result in pool.wait(pending, timeout=poll_s):
+                o, point = pending.pop(handle)
+                o.record(point, result, pool.name)
+                events.finished(point, result)
+            events.tick()
+    except KeyboardInterrupt:
+        cancel = True
+        for o in opened:
+            o.close(interrupted=True)
+    finally:
+        pool.shutdown(cancel=cancel or bool(pending))
+        events.stop()
+    return cancel
 
 
 def _record(

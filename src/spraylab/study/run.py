@@ -1,5 +1,5 @@
-"""Run a study into its store: each scenario sweep through :func:`spraylab.sweep.run_sweep`
-(one executor shared by all of them), each analysis point in this process. Points already in
+"""Run a study into its store: the runs of every scenario sweep through one executor, in one
+queue (:func:`spraylab.sweep.drive`), each analysis point in this process. Points already in
 the store are kept (a scenario's key is its hash, so a rerun is free), as for a sweep."""
 
 from __future__ import annotations
@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 import os
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spraylab.executors import Executor, Outcome, make_executor
+from spraylab.executors import make_executor
 from spraylab.store import Store
 from spraylab.study.data import analysis_path, read_analysis
 from spraylab.study.definition import Study, StudySweep
-from spraylab.sweep import SweepEvents, SweepOutcome, plan, run_sweep
+from spraylab.sweep import OpenSweep, SweepEvents, SweepOutcome, drive
 
 
 @dataclass
@@ -40,26 +41,6 @@ class StudyOutcome:
         out = [f"{name}: {o.line()}" for name, o in self.sweeps.items()]
         out += [f"{name}: {n + k} points: {n} computed, {k} kept" for name, (n, k) in self.analyses.items()]
         return out
-
-
-class _Shared:
-    """One executor for every sweep of the study: ``run_sweep`` shuts its executor down after
-    each sweep, so this keeps it alive unless a sweep is cancelled."""
-
-    def __init__(self, pool: Executor) -> None:
-        self.pool = pool
-        self.name = pool.name
-        self.slots = pool.slots
-
-    def submit(self, scenario: dict[str, Any]) -> Any:
-        return self.pool.submit(scenario)
-
-    def wait(self, handles: Any, timeout: float) -> list[tuple[Any, Outcome]]:
-        return self.pool.wait(handles, timeout)
-
-    def shutdown(self, cancel: bool = False) -> None:
-        if cancel:
-            self.pool.shutdown(cancel=True)
 
 
 def prepare(study: Study, out: Path) -> None:
@@ -94,36 +75,42 @@ def run_study(
     reuse_other_versions: bool = False,
     log: Any = None,
 ) -> StudyOutcome:
+    """Every analysis point, then every sweep's runs through one executor: the points of all
+    sweeps in one queue, in the study's order, so no worker waits for a sweep's last runs."""
     start = time.perf_counter()
     prepare(study, out)
     outcome = StudyOutcome()
-    todo = {
-        name: plan(s.sweep, Store(out / name), force, reuse_other_versions).todo
-        for name, s in study.sweeps.items()
-        if s.sweep is not None
-    }
-    pool: _Shared | None = None
+    events = events or SweepEvents()
     try:
-        if any(todo.values()):
-            pool = _Shared(make_executor(executor, jobs, address))
-        for name, s in study.sweeps.items():
-            if s.sweep is None:
-                outcome.analyses[name] = run_analyses(s, out / name, force, reuse_other_versions, log)
-                continue
-            if log is not None:
-                log(f"{name}: {len(s.sweep.points)} runs, {len(todo[name])} to run")
-            result = run_sweep(
-                s.sweep, out / name, executor=pool if todo[name] and pool else "local", force=force, events=events,
-                reuse_other_versions=reuse_other_versions, jobs=jobs,
-            )  # fmt: skip
-            outcome.sweeps[name] = result
-            if result.interrupted:
-                break
+        with ExitStack() as stack:
+            opened: list[OpenSweep] = []
+            for name, s in study.sweeps.items():
+                if s.sweep is None:
+                    outcome.analyses[name] = run_analyses(s, out / name, force, reuse_other_versions, log)
+                    continue
+                o = stack.enter_context(OpenSweep(s.sweep, Store(out / name), force, reuse_other_versions))
+                outcome.sweeps[name] = o.outcome
+                if log is not None:
+                    log(f"{name}: {len(s.sweep.points)} runs, {len(o.todo)} to run")
+                if o.todo:
+                    opened.append(o)
+                else:
+                    o.close()
+            if opened:
+                to_run = sum(len(o.todo) for o in opened)
+                skipped = sum(o.outcome.skipped for o in opened)
+                events.start(_AllSweeps(study.name), to_run, skipped)
+                drive(opened, make_executor(executor, jobs, address), events)
     finally:
-        if pool is not None:
-            pool.pool.shutdown(cancel=outcome.interrupted)
         outcome.wall_s = time.perf_counter() - start
     return outcome
+
+
+@dataclass(frozen=True)
+class _AllSweeps:
+    """What a progress display is told it is running: the study's sweeps as one."""
+
+    name: str
 
 
 def run_analyses(
