@@ -15,7 +15,7 @@ import pytest
 
 from spraylab.workload import moe
 from spraylab.workload.flows import FlowSpec
-from spraylab.workload.rail_strategies import RailLinks, _chain, _chain_segments, rail_flows
+from spraylab.workload.rail_strategies import RailLinks, _chain_segments, rail_flows
 
 NIC_BPS = 400 * 10**9
 NVLINK_BPS = 3_600 * 10**9
@@ -57,6 +57,22 @@ def _ref_direct(b: _RefBuilder, d1: np.ndarray, m_count: int, n: int) -> None:
                 b.add(src, dst, d1[src, dst])
 
 
+def _ref_chain(sizes: Sequence[int], window: int) -> list[int]:
+    """One run of :func:`_chain_segments`, message by message: each waits for the latest
+    earlier message with at least ``window`` bytes strictly between them (-1: none)."""
+    waits: list[int] = []
+    prefix = [0]
+    for s in sizes:
+        prefix.append(prefix[-1] + int(s))
+    i = -1
+    for j in range(len(sizes)):
+        # bytes strictly between i and j: prefix[j] - prefix[i + 1]
+        while i + 1 < j and prefix[j] - prefix[i + 2] >= window:
+            i += 1
+        waits.append(i if i >= 0 and prefix[j] - prefix[i + 1] >= window else -1)
+    return waits
+
+
 def _ref_matched(b: _RefBuilder, d1: np.ndarray, m_count: int, n: int, window: int) -> None:
     blocks = d1.reshape(m_count, n, m_count, n)
     piece_id: dict[tuple[int, int, int, int], int] = {}
@@ -64,7 +80,7 @@ def _ref_matched(b: _RefBuilder, d1: np.ndarray, m_count: int, n: int, window: i
         for i in range(n):
             order = [((d + k) % m_count, (i + j) % n) for k in range(1, m_count) for j in range(1, n)]
             keep = [(fm, int(blocks[d, i, fm[0], fm[1]])) for fm in order if blocks[d, i, fm[0], fm[1]] > 0]
-            waits = _chain([s for _, s in keep], window)
+            waits = _ref_chain([s for _, s in keep], window)
             ids: list[int] = []
             for (f, m), s in keep:
                 w = waits[len(ids)]
@@ -130,7 +146,7 @@ def test_chain_segments_equals_chain_per_segment(window: int) -> None:
     got = _chain_segments(sizes, segment, window)
     for seg in np.unique(segment):
         at = np.flatnonzero(segment == seg)
-        local = _chain(sizes[at].tolist(), window)
+        local = _ref_chain(sizes[at].tolist(), window)
         assert got[at].tolist() == [int(at[w]) if w >= 0 else -1 for w in local]
 
 

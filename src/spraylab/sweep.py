@@ -36,7 +36,8 @@ import math
 import time
 import tomllib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -522,63 +523,35 @@ def run_sweep(
     Failed runs are recorded in the store (``error.json``) and retried by the next invocation;
     the sweep goes on. Ctrl-C stops it: runs in flight are abandoned, finished ones are kept."""
     events = events or SweepEvents()
-    with OpenSweep(sweep, Store(out), force, reuse_other_versions) as opened:
-        if not opened.todo:
-            opened.close()
-            return opened.outcome
-        pool = make_executor(executor, jobs, address) if isinstance(executor, str) else executor
-        events.start(sweep, len(opened.todo), opened.outcome.skipped)
-        drive([opened], pool, events, poll_s)
+    with open_sweep(sweep, Store(out), force, reuse_other_versions) as opened:
+        if opened.todo:
+            pool = make_executor(executor, jobs, address) if isinstance(executor, str) else executor
+            events.start(sweep, len(opened.todo), opened.outcome.skipped)
+            drive([opened], pool, events, poll_s)
     return opened.outcome
 
 
 class OpenSweep:
-    """One sweep being run: its store locked for this process (a context manager), its plan,
-    and its outcome so far. :func:`drive` runs the points of one or several of them."""
+    """One sweep being run (see :func:`open_sweep`): its store, the points to run, and its
+    outcome so far. :func:`drive` runs the points of one or several of them."""
 
-    def __init__(self, sweep: Sweep, store: Store, force: bool, reuse_other_versions: bool) -> None:
-        from spraylab.output import check_target
-
-        check_target(store.root, "sweep")
-        check_store(sweep, store)
-        self.sweep = sweep
+    def __init__(self, sweep: Sweep, store: Store, planned: Plan) -> None:
         self.store = store
-        self.force = force
-        self.reuse_other_versions = reuse_other_versions
-        self.session = uuid.uuid4().hex[:12]
-        self.todo: list[Point] = []
-        self.outcome = SweepOutcome(total=len(sweep.points))
-        self.left = 0  # points submitted or still to submit
-        self.start = 0.0
-        self.closed = False
-        self._lock: Any = None
-
-    def __enter__(self) -> OpenSweep:
-        self.start = time.perf_counter()
-        self._lock = self.store.lock()
-        self._lock.__enter__()
-        try:
-            planned = self._plan()
-        except BaseException:
-            self._lock.__exit__(None, None, None)
-            raise
         self.todo = planned.todo
-        self.left = len(planned.todo)
-        self.outcome.skipped = len(planned.have)
-        self.outcome.incomplete_kept = len(planned.incomplete)
-        self.store.log(
+        self.left = len(planned.todo)  # points not recorded yet
+        self.outcome = SweepOutcome(
+            total=len(sweep.points), skipped=len(planned.have), incomplete_kept=len(planned.incomplete)
+        )
+        self.session = uuid.uuid4().hex[:12]
+        self.start = time.perf_counter()
+        self.closed = False
+        store.log(
             "sweep-start",
             session=self.session,
             total=self.outcome.total,
             to_run=self.left,
             skipped=len(planned.have),
         )
-        return self
-
-    def _plan(self) -> Plan:
-        self.store.remove_stale()
-        self.store.write_index(self.sweep.index())
-        return plan(self.sweep, self.store, self.force, self.reuse_other_versions)
 
     def record(self, point: Point, result: Outcome, executor_name: str) -> None:
         _record(self.store, point, result, self.outcome, self.session, executor_name)
@@ -595,16 +568,32 @@ class OpenSweep:
         self.outcome.wall_s = time.perf_counter() - self.start
         self.store.log("sweep-end", session=self.session, **_counts(self.outcome))
 
-    def __exit__(self, *exc: object) -> None:
-        self.close(interrupted=not self.closed and self.left > 0)
-        self._lock.__exit__(*exc)
+
+@contextmanager
+def open_sweep(sweep: Sweep, store: Store, force: bool, reuse_other_versions: bool) -> Iterator[OpenSweep]:
+    """Lock ``store`` for this process and plan ``sweep`` into it; a sweep with nothing to run
+    is closed at once, one left with points not recorded is closed as interrupted."""
+    from spraylab.output import check_target
+
+    check_target(store.root, "sweep")
+    check_store(sweep, store)
+    with store.lock():
+        store.remove_stale()
+        store.write_index(sweep.index())
+        opened = OpenSweep(sweep, store, plan(sweep, store, force, reuse_other_versions))
+        if not opened.left:
+            opened.close()
+        try:
+            yield opened
+        finally:
+            opened.close(interrupted=opened.left > 0)
 
 
-def drive(opened: list[OpenSweep], pool: Executor, events: SweepEvents, poll_s: float = 0.5) -> bool:
+def drive(opened: list[OpenSweep], pool: Executor, events: SweepEvents, poll_s: float = 0.5) -> None:
     """Run the points of every opened sweep through ``pool``, the first sweep's first: the next
     sweep's points fill the workers the last runs of the one before leave idle. Each sweep is
-    closed as its last run is recorded. Returns True if Ctrl-C stopped it (runs in flight are
-    abandoned, finished ones are kept; the open sweeps are closed as interrupted)."""
+    closed as its last run is recorded. Ctrl-C stops it: runs in flight are abandoned, finished
+    ones are kept, and the open sweeps are closed as interrupted."""
     queue = [(o, point) for o in opened for point in o.todo]
     queue.reverse()
     pending: dict[Any, tuple[OpenSweep, Point]] = {}
@@ -626,7 +615,6 @@ def drive(opened: list[OpenSweep], pool: Executor, events: SweepEvents, poll_s: 
     finally:
         pool.shutdown(cancel=cancel or bool(pending))
         events.stop()
-    return cancel
 
 
 def _record(

@@ -95,15 +95,7 @@ def distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def wire_grid(values: np.ndarray, mtu: int) -> np.ndarray:
     """:func:`wire_bytes_array` of every entry, 0 where the entry is 0 (no message)."""
-    packets = -(-values // mtu)
-    full_extra = data_wire_bytes(mtu) - mtu - DATA_OVERHEAD_BYTES  # 0 unless the MTU is tiny
-    wire = values + packets * DATA_OVERHEAD_BYTES + full_extra * np.maximum(packets - 1, 0)
-    last = values - np.maximum(packets - 1, 0) * mtu
-    short = (values > 0) & (last < MIN_DATA_PAYLOAD_BYTES)
-    if short.any():
-        pad = np.array([data_wire_bytes(x) - x - DATA_OVERHEAD_BYTES for x in range(MIN_DATA_PAYLOAD_BYTES)])
-        wire[short] += pad[last[short]]
-    return wire
+    return np.where(values > 0, wire_bytes_array(values, mtu), 0)
 
 
 def _pairs(d1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -540,13 +532,11 @@ def _barrier(
 ) -> float:
     """The barrier message (host 0 -> host 1, 1 byte) after the previous phase's last pair, as
     the rail workload builds it; returns the next phase's start."""
-    from spraylab.net.framing import data_wire_bytes as dwb
-
-    token = dwb(1)
+    token = data_wire_bytes(1)
     hop = ids.nvl_hop if links.gpus_per_server > 1 else ids.nic_hop
     up, down = (ids.nvl_up, ids.nvl_down) if links.gpus_per_server > 1 else (ids.nic_up, ids.nic_down)
     wire = float(wire_bytes_array(np.array([1]), mtu)[0])
-    lat, ideal, bound = _route_times([hop, hop], np.array([float(dwb(1))]), np.array([wire]))
+    lat, ideal, bound = _route_times([hop, hop], np.array([float(token)]), np.array([wire]))
     busy = wire / (cap[up[0]] / 8 / PS_PER_S)
     tx[up[0]] += wire
     tx[down[1]] += wire

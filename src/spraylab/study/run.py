@@ -16,7 +16,7 @@ from spraylab.executors import make_executor
 from spraylab.store import Store
 from spraylab.study.data import analysis_path, read_analysis
 from spraylab.study.definition import Study, StudySweep
-from spraylab.sweep import OpenSweep, SweepEvents, SweepOutcome, drive
+from spraylab.sweep import OpenSweep, SweepEvents, SweepOutcome, drive, open_sweep
 
 
 @dataclass
@@ -88,14 +88,12 @@ def run_study(
                 if s.sweep is None:
                     outcome.analyses[name] = run_analyses(s, out / name, force, reuse_other_versions, log)
                     continue
-                o = stack.enter_context(OpenSweep(s.sweep, Store(out / name), force, reuse_other_versions))
+                o = stack.enter_context(open_sweep(s.sweep, Store(out / name), force, reuse_other_versions))
                 outcome.sweeps[name] = o.outcome
                 if log is not None:
                     log(f"{name}: {len(s.sweep.points)} runs, {len(o.todo)} to run")
                 if o.todo:
                     opened.append(o)
-                else:
-                    o.close()
             if opened:
                 to_run = sum(len(o.todo) for o in opened)
                 skipped = sum(o.outcome.skipped for o in opened)

@@ -499,29 +499,14 @@ def _offsets(sizes: Sequence[int]) -> list[int]:
     return out
 
 
-def _chain(sizes: Sequence[int], window: int) -> list[int]:
-    """For messages sent in this order, the index each one waits for (-1: none).
-
-    Message j waits for the latest message i < j such that the messages strictly between them
-    hold at least ``window`` bytes: those keep the port busy while i's last bytes land. So at
-    least two messages are in flight, and about ``window`` bytes beyond the oldest one.
-    """
-    waits: list[int] = []
-    prefix = [0]
-    for s in sizes:
-        prefix.append(prefix[-1] + int(s))
-    i = -1
-    for j in range(len(sizes)):
-        # bytes strictly between i and j: prefix[j] - prefix[i + 1]
-        while i + 1 < j and prefix[j] - prefix[i + 2] >= window:
-            i += 1
-        waits.append(i if i >= 0 and prefix[j] - prefix[i + 1] >= window else -1)
-    return waits
-
-
 def _chain_segments(sizes: np.ndarray, segment: np.ndarray, window: int) -> np.ndarray:
-    """:func:`_chain` of every run of equal ``segment`` values at once (sizes > 0): the index
-    (into the whole array) each message waits for, -1 for none."""
+    """For messages sent in this order, in runs of equal ``segment`` values (sizes > 0): the
+    index (into the whole array) each one waits for, -1 for none.
+
+    Message j waits for the latest message i < j of its run such that the messages strictly
+    between them hold at least ``window`` bytes: those keep the port busy while i's last bytes
+    land. So at least two messages are in flight, and about ``window`` bytes beyond the oldest.
+    """
     count = len(sizes)
     if count == 0:
         return np.zeros(0, dtype=np.int64)
