@@ -45,6 +45,7 @@ import signal
 import subprocess
 import sys
 import time
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ def _solver_65k() -> dict[str, Any]:
     solve_s, solve_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     t0 = time.perf_counter()
     certify(routes.problem, routes.cap, rates)
-    return {
+    row = {
         "flows": routes.problem.n_flows,
         "entries": len(routes.problem.link),
         "solve_s": round(solve_s, 3),
@@ -89,6 +90,18 @@ def _solver_65k() -> dict[str, Any]:
         "certify_s": round(time.perf_counter() - t0, 3),
         "distinct_rates": int(len(np.unique(np.round(rates, 9)))),
     }
+    if find_spec("numba") is not None:  # the compiled kernel (the `fast` extra), once warm
+        from spraylab.fluid.solver_jit import solve_jit
+
+        t0 = time.perf_counter()
+        solve_jit(routes.problem.restrict(np.zeros(0, dtype=np.int64)), routes.cap)  # compile / cache load
+        row["numba_load_s"] = round(time.perf_counter() - t0, 3)
+        t0, c0 = time.perf_counter(), time.process_time()
+        jit_rates = solve_jit(routes.problem, routes.cap)
+        row["numba_solve_s"] = round(time.perf_counter() - t0, 3)
+        row["numba_solve_cpu_s"] = round(time.process_time() - c0, 3)
+        row["numba_max_rel_diff"] = float(np.max(np.abs(jit_rates - rates) / rates))
+    return row
 
 
 def _run(scenario: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import FLUID_KERNELS
 
 from spraylab.config import ScenarioError, validate
 from spraylab.experiment import build, run
@@ -78,13 +79,16 @@ def test_incast_shares_the_receiver_equally() -> None:
         assert flow["fct_ps"] == pytest.approx(transfer + latency_ps(hops, 100 * GBPS, size), rel=0.005)
 
 
-def test_ring_allreduce_closed_form() -> None:
+@pytest.mark.parametrize("kernel", FLUID_KERNELS)
+def test_ring_allreduce_closed_form(kernel: str) -> None:
     """Ring all-reduce on n ranks of one leaf: 2(n-1) steps of S/n, each one transfer plus one
     two-hop latency: 2(n-1)/n x S/B (in wire bytes) + 2(n-1) x latency."""
     n, size = 8, 8_000_000
     result = run(
         scenario(
-            leaf_spine(2, 2, 8), {"kind": "collective", "collective": "allreduce", "size": size, "hosts": n}
+            leaf_spine(2, 2, 8),
+            {"kind": "collective", "collective": "allreduce", "size": size, "hosts": n},
+            fluid_solver=kernel,
         )
     )
     part = size // n
@@ -92,16 +96,18 @@ def test_ring_allreduce_closed_form() -> None:
     assert result.groups["cct_ps"].iloc[0] == pytest.approx(2 * (n - 1) * step, rel=0.005)
 
 
-def test_all_to_all_meets_the_nic_bound() -> None:
+@pytest.mark.parametrize("kernel", FLUID_KERNELS)
+def test_all_to_all_meets_the_nic_bound(kernel: str) -> None:
     """A full-bisection fabric under spraying: every NIC sends (n-1) messages at line rate."""
     size = 200_000
-    result = run(scenario(leaf_spine(4, 4, 4), {"kind": "all_to_all", "size": size}))
+    result = run(scenario(leaf_spine(4, 4, 4), {"kind": "all_to_all", "size": size}, fluid_solver=kernel))
     n = 16
     expect = (n - 1) * wire_bytes(size, MTU) * ps_per_byte(100 * GBPS) + latency_ps(4, 100 * GBPS, size)
     assert result.summary["completion_ps"] == pytest.approx(expect, rel=0.005)
 
 
-def test_rails_uniform_all_to_all_reaches_t_star() -> None:
+@pytest.mark.parametrize("kernel", FLUID_KERNELS)
+def test_rails_uniform_all_to_all_reaches_t_star(kernel: str) -> None:
     """RailS on a uniform all-to-all: every NIC carries T* worth of bytes; the fluid CCT is T*
     plus one rail route's latency and the NVLink hops before and after it."""
     topo = {"kind": "rail", "servers": 4, "gpus_per_server": 4, "spines": 2}
@@ -112,6 +118,7 @@ def test_rails_uniform_all_to_all_reaches_t_star() -> None:
         {"kind": "rail_alltoall", "size": 1_000_000, "strategy": "rails"},
         scheme="ecmp",
         fluid_quantum=0,
+        fluid_solver=kernel,
     )
     result = run(sc)
     v = validate(sc)
@@ -174,13 +181,19 @@ def test_degraded_link_caps_every_sprayed_flow() -> None:
     assert degraded["rate_bps"] == 25 * GBPS
 
 
-def test_failed_link_stalls_its_flows_until_routing_converges() -> None:
+@pytest.mark.parametrize("kernel", FLUID_KERNELS)
+def test_failed_link_stalls_its_flows_until_routing_converges(kernel: str) -> None:
     """ECMP: a flow whose path crosses the dead link makes no progress until the reroute, then
     goes on the other spine; the others never notice."""
     converge = 50_000_000
     event = {"at": 0, "link": ["leaf0", "spine0"], "action": "down", "convergence": converge}
     size = 300_000
-    sc = scenario(leaf_spine(2, 2, 2, events=[event]), {"kind": "permutation", "size": size}, "ecmp")
+    sc = scenario(
+        leaf_spine(2, 2, 2, events=[event]),
+        {"kind": "permutation", "size": size},
+        "ecmp",
+        fluid_solver=kernel,
+    )
     result = run(sc)
     fluid = prepare(validate(sc))
     dead = {

@@ -6,10 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import FLUID_KERNELS as KERNELS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spraylab.fluid.solver import CertificateError, certify, problem_from_lists, solve
+from spraylab.fluid import solver as solver_module
+from spraylab.fluid.solver import (
+    CertificateError,
+    certify,
+    pick_solver,
+    problem_from_lists,
+    solve,
+    solver_named,
+)
 from spraylab.metrics.maxmin import max_min_rates
 
 CAPACITIES = st.sampled_from([0.5, 1.0, 2.0, 3.0, 7.0, 10.0, 40.0])
@@ -29,28 +38,32 @@ def instances(draw: st.DrawFn) -> tuple[list[list[int]], list[float]]:
     return flows, caps
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @settings(max_examples=100, deadline=None)
 @given(instances())
-def test_solver_equals_progressive_filling_oracle(instance: tuple[list[list[int]], list[float]]) -> None:
+def test_solver_equals_progressive_filling_oracle(
+    kernel: str, instance: tuple[list[list[int]], list[float]]
+) -> None:
     flows, caps = instance
     problem = problem_from_lists(flows, len(caps))
-    rates = solve(problem, np.array(caps))
+    rates = solver_named(kernel)(problem, np.array(caps))
     certify(problem, np.array(caps), rates)
     oracle = max_min_rates(flows, dict(enumerate(caps)))
     np.testing.assert_allclose(rates, oracle, rtol=1e-9)
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @settings(max_examples=50, deadline=None)
 @given(instances(), st.lists(st.integers(1, 4), min_size=14, max_size=14))
 def test_classes_equal_their_members(
-    instance: tuple[list[list[int]], list[float]], multiplicity: list[int]
+    kernel: str, instance: tuple[list[list[int]], list[float]], multiplicity: list[int]
 ) -> None:
     """A class of m identical flows (coefficient m on each of its links) gets the rate each of
     m separate copies gets from the oracle: aggregation is exact."""
     flows, caps = instance
     m = multiplicity[: len(flows)]
     problem = problem_from_lists(flows, len(caps), coefs=[[float(k)] * len(f) for f, k in zip(flows, m)])
-    rates = solve(problem, np.array(caps))
+    rates = solver_named(kernel)(problem, np.array(caps))
     certify(problem, np.array(caps), rates)
     copies = [f for f, k in zip(flows, m) for _ in range(k)]
     oracle = max_min_rates(copies, dict(enumerate(caps)))
@@ -58,17 +71,18 @@ def test_classes_equal_their_members(
     np.testing.assert_allclose(rates, [oracle[i] for i in first], rtol=1e-9)
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @settings(max_examples=50, deadline=None)
 @given(instances(), st.lists(st.integers(1, 4), min_size=14, max_size=14))
 def test_weights_equal_unit_subflows(
-    instance: tuple[list[list[int]], list[float]], weight: list[int]
+    kernel: str, instance: tuple[list[list[int]], list[float]], weight: list[int]
 ) -> None:
     """Weighted max-min with integer weight w is max-min over w unit sub-flows on the same
     links: the flow's rate is the sum of theirs."""
     flows, caps = instance
     w = weight[: len(flows)]
     problem = problem_from_lists(flows, len(caps), weights=[float(k) for k in w])
-    rates = solve(problem, np.array(caps))
+    rates = solver_named(kernel)(problem, np.array(caps))
     certify(problem, np.array(caps), rates)
     copies = [f for f, k in zip(flows, w) for _ in range(k)]
     oracle = max_min_rates(copies, dict(enumerate(caps)))
@@ -76,6 +90,7 @@ def test_weights_equal_unit_subflows(
     np.testing.assert_allclose(rates, [oracle[i] * k for i, k in zip(first, w)], rtol=1e-9)
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @settings(max_examples=50, deadline=None)
 @given(
     instances(),
@@ -84,13 +99,13 @@ def test_weights_equal_unit_subflows(
     ),
 )
 def test_split_flows_pass_the_certificate(
-    instance: tuple[list[list[int]], list[float]], coefs: list[list[float]]
+    kernel: str, instance: tuple[list[list[int]], list[float]], coefs: list[list[float]]
 ) -> None:
     """Fractional coefficients (a sprayed flow's share of each link) have no oracle; the
     certificate alone proves the allocation max-min fair, since it holds for one allocation only."""
     flows, caps = instance
     problem = problem_from_lists(flows, len(caps), coefs=[c[: len(f)] for f, c in zip(flows, coefs)])
-    rates = solve(problem, np.array(caps))
+    rates = solver_named(kernel)(problem, np.array(caps))
     certify(problem, np.array(caps), rates)
 
 
@@ -114,3 +129,28 @@ def test_inactive_flows_and_dead_links() -> None:
     rates = solve(problem, caps, np.array([True, True, False]))
     np.testing.assert_allclose(rates, [1.0, 1.0, 0.0])
     certify(problem, caps, rates, np.array([True, True, False]))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_restricted_problem_solves_as_the_active_mask(kernel: str) -> None:
+    """The fluid engine solves only the active flows' rows (Problem.restrict): the rates are
+    the masked solve's, the inactive flows taking nothing."""
+    problem = problem_from_lists([[0], [0, 1], [1, 2], [2]], 3, coefs=[[1.0], [0.5, 0.5], [1.0, 2.0], [1.0]])
+    caps = np.array([2.0, 3.0, 4.0])
+    active = np.array([True, False, True, True])
+    rows = np.flatnonzero(active)
+    sub = problem.restrict(rows)
+    rates = solver_named(kernel)(sub, caps)
+    certify(sub, caps, rates)
+    np.testing.assert_allclose(rates, solve(problem, caps, active)[rows], rtol=1e-12)
+
+
+def test_auto_takes_numba_only_when_installed_and_worth_its_import(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(solver_module, "find_spec", lambda name: None)
+    assert pick_solver("auto", 10**6) == "numpy"
+    with pytest.raises(ValueError, match=r"run.fluid_solver = 'numba': numba is not installed"):
+        pick_solver("numba", 10)
+    monkeypatch.setattr(solver_module, "find_spec", lambda name: object())
+    assert pick_solver("auto", solver_module.JIT_MIN_FLOWS - 1) == "numpy"
+    assert pick_solver("auto", solver_module.JIT_MIN_FLOWS) == "numba"
+    assert pick_solver("numpy", 10**6) == "numpy"

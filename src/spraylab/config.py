@@ -290,6 +290,10 @@ class RunSection(Section):
     # The default is the largest q of a doubling ladder whose completions stay within 0.5% of
     # q/2's on the cases of benchmarks/fluid_quantum.py (docs/fluid.md, "Re-solve quantum").
     fluid_quantum: TimePs = FLUID_QUANTUM_PS
+    # fluid: the max-min solver. "numba" (the optional `fast` extra) solves a few hundred flows
+    # in microseconds where numpy's vectorised rounds take milliseconds; "auto" takes it when
+    # it is installed and the run has enough messages to repay its import (docs/fluid.md).
+    fluid_solver: Literal["auto", "numpy", "numba"] = "auto"
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -302,6 +306,8 @@ class RunSection(Section):
             data.pop("engine", None)
         if self.fluid_quantum == FLUID_QUANTUM_PS:
             data.pop("fluid_quantum", None)
+        if self.fluid_solver == "auto":
+            data.pop("fluid_solver", None)
         return data
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from spraylab.engine.simulator import Simulator
 from spraylab.fluid.routing import FluidFabric, random_words, route_model
-from spraylab.fluid.solver import Problem, certify, solve
+from spraylab.fluid.solver import Problem, certify, pick_solver, solver_named
 from spraylab.net.framing import data_wire_bytes
 from spraylab.workload.build import GroupInfo, build_flows
 from spraylab.workload.flows import FlowSpec
@@ -105,6 +105,7 @@ class FluidRun:
     events: list[Any] = field(default_factory=list)
     quantum_ps: int = 0
     certify: bool = True
+    solver: str = "numpy"  # the max-min kernel (spraylab.fluid.solver.pick_solver)
     spray_entropies: list[list[int]] = field(default_factory=list)  # spray_rr: per flow
 
 
@@ -147,6 +148,10 @@ def prepare(scenario: Any) -> FluidRun:
     if spray_rng is not None:  # drawn at each flow's start, in start order: here, list order
         paths = make_lb(scenario.lb.scheme, scenario.lb.params).params.paths  # type: ignore[attr-defined]
         spray = [spray_rng.sample(range(1 << 16), paths) for _ in flows]
+    try:
+        solver = pick_solver(scenario.run.fluid_solver, len(flows))
+    except ValueError as exc:
+        raise ScenarioError([str(exc)]) from None
     return FluidRun(
         ff,
         flows,
@@ -156,6 +161,7 @@ def prepare(scenario: Any) -> FluidRun:
         scenario.transport.mtu,
         list(scenario.topology.events),
         getattr(scenario.run, "fluid_quantum", 0),
+        solver=solver,
         spray_entropies=spray,
     )
 
@@ -324,31 +330,38 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     last_solve = -np.inf
     dirty = True
     solves = reused = steps = 0
-    memo: dict[tuple[int, bytes], np.ndarray] = {}
+    memo: dict[tuple[int, bytes], np.ndarray] = {}  # rates of the solvable rows, by state
     cap_version = 0
     wall0 = time.perf_counter()
     stop = "done"
     p = routes.problem
+    solve = solver_named(run.solver)
+    rows = np.zeros(0, dtype=np.int64)  # the flows of the last solve
+    sub = p.restrict(rows)  # their problem
+    sending_entries = rows
 
     while True:
         # events due now are taken in first: a solve before them would be wasted, and with a
         # quantum it would hold back what they change by a whole quantum
         due_now = (arrivals and arrivals[0][0] <= now) or (cap_events and cap_events[0][0] <= now)
         if dirty and not due_now and now >= last_solve + run.quantum_ps:
-            solvable = active & (routes.goodput > 0) & routes.reachable
-            key = (cap_version, np.packbits(solvable).tobytes())
+            rows = np.flatnonzero(active & (routes.goodput > 0) & routes.reachable)
+            key = (cap_version, rows.tobytes())
+            sub = p.restrict(rows)
             rates = memo.get(key)
             if rates is None:
-                rates = solve(p, routes.cap, solvable)
+                rates = solve(sub, routes.cap)
                 if run.certify:
-                    certify(p, routes.cap, rates, solvable)
+                    certify(sub, routes.cap, rates)
                 if len(memo) < 4096:
                     memo[key] = rates
                 solves += 1
             else:
                 reused += 1
-            send = np.where(solvable, rates, 0.0)
+            send = np.zeros(n)
+            send[rows] = rates
             progress = send * routes.goodput
+            sending_entries = rows[sub.entry_flow]  # the flow of each of sub's entries
             last_solve = now
             dirty = False
         # the next thing that happens
@@ -371,8 +384,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         dt = t_next - now
         if dt > 0:
             remaining -= progress * dt
-            on = p.entry_flow
-            tx += np.bincount(p.link, weights=p.coef * send[on] * dt, minlength=p.n_links)
+            tx += np.bincount(sub.link, weights=sub.coef * send[sending_entries] * dt, minlength=p.n_links)
         now = t_next
         steps += 1
         if stop == "time_limit":
@@ -415,6 +427,8 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
                 tx = np.zeros(p.n_links)
                 tx[: routes.n_real] = real_tx
                 memo.clear()
+                sub = p.restrict(rows)  # until the next solve, as traced again
+                sending_entries = rows[sub.entry_flow]
             routes.capacity(rate_bps, up)
             cap_version += 1
             dirty = True

@@ -51,6 +51,8 @@ def run_fluid(scenario: Scenario) -> Result:
         "fluid.quantum_ps": fluid.quantum_ps,
         **provenance.current(),
     }
+    if engine == "fluid":  # L0 solves nothing
+        run_info["fluid.solver"] = fluid.solver
     result = collect(fluid, out, scenario.to_dict(), run_info)
     result.summary["wall_s"] = round(time.perf_counter() - wall0, 3)
     return result

@@ -25,13 +25,26 @@ a certified solve is the max-min fair one whatever algorithm produced it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.util import find_spec
 
 import numpy as np
 
-__all__ = ["Problem", "CertificateError", "solve", "certify", "problem_from_lists"]
+__all__ = [
+    "Problem",
+    "CertificateError",
+    "solve",
+    "certify",
+    "problem_from_lists",
+    "solver_named",
+    "pick_solver",
+]
 
 BATCH = 16  # candidate links examined per round (measured: 8-32 best on 65k ECMP flows)
+# "auto" takes the numba kernel from this many messages on: below it a run re-solves too few
+# times to repay numba's import and cache load (about 0.5 s; docs/fluid.md, "Solver").
+JIT_MIN_FLOWS = 2000
 
 
 class CertificateError(AssertionError):
@@ -62,6 +75,16 @@ class Problem:
     @property
     def n_flows(self) -> int:
         return len(self.ptr) - 1
+
+    def restrict(self, rows: np.ndarray) -> Problem:
+        """The problem of flows ``rows`` alone (same links), in their order. A solve over it
+        costs what those flows cost, not what the whole table does: the fluid engine solves the
+        few hundred flows active at a time out of tens of thousands."""
+        entries = _gather(self.ptr, rows)
+        counts = self.ptr[rows + 1] - self.ptr[rows]
+        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        return Problem(ptr, self.link[entries], self.coef[entries], self.weight[rows], self.n_links)
 
 
 def problem_from_lists(
@@ -203,3 +226,25 @@ def certify(
     if missing.any():
         f = int(np.flatnonzero(missing)[0])
         raise CertificateError(f"flow {f} (rate {rate[f]:.6g}) has no bottleneck link")
+
+
+def pick_solver(requested: str, n_flows: int) -> str:
+    """The kernel ``run.fluid_solver = requested`` means for a run of ``n_flows`` messages:
+    "numpy" or "numba" (ValueError naming the extra when numba is asked for and missing)."""
+    have_numba = find_spec("numba") is not None
+    if requested == "numba" and not have_numba:
+        raise ValueError(
+            "run.fluid_solver = 'numba': numba is not installed; pip install 'spraylab[fast]', or use auto or numpy"
+        )
+    if requested == "auto":
+        return "numba" if have_numba and n_flows >= JIT_MIN_FLOWS else "numpy"
+    return requested
+
+
+def solver_named(name: str) -> Callable[[Problem, np.ndarray], np.ndarray]:
+    """The solve function of kernel ``name`` (every flow of the problem active)."""
+    if name == "numba":
+        from spraylab.fluid.solver_jit import solve_jit
+
+        return solve_jit
+    return solve

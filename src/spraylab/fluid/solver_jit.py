@@ -1,0 +1,108 @@
+"""The max-min solver compiled with numba (the optional ``fast`` extra): one link at a time from
+a heap, the textbook progressive filling, at compiled speed.
+
+The numpy solver (:func:`spraylab.fluid.solver.solve`) works in vectorised rounds: each round
+costs a few dozen numpy calls whatever its size, so a problem of a few hundred flows, the
+fluid engine's usual re-solve between two events, takes milliseconds of call overhead. This
+kernel takes each link from a heap in order of its fill level, freezes its unfrozen flows at
+that level and updates the links they cross: O(entries x log links), microseconds for such a
+problem and about as fast as the numpy rounds for 65k flows. Both pass the same oracle tests
+and every solve's certificate; they differ only in float rounding (the order in which frozen
+flows' loads are summed), so the engine names the kernel it used in its summary.
+
+numba is imported only here, and this module only when the kernel is asked for.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+import numba
+import numpy as np
+
+from spraylab.fluid.solver import Problem
+
+__all__ = ["solve_jit"]
+
+
+@numba.njit(cache=True)
+def _fill(  # pragma: no cover - compiled; covered through solve_jit
+    ptr: np.ndarray,
+    link: np.ndarray,
+    coef: np.ndarray,
+    weight: np.ndarray,
+    link_ptr: np.ndarray,
+    link_flows: np.ndarray,
+    cap: np.ndarray,
+) -> np.ndarray:
+    n = len(ptr) - 1
+    n_links = len(cap)
+    rate = np.zeros(n)
+    frozen = np.zeros(n, dtype=np.bool_)
+    slope = np.zeros(n_links)
+    users = np.zeros(n_links, dtype=np.int64)
+    load = np.zeros(n_links)
+    for f in range(n):
+        if ptr[f + 1] == ptr[f]:
+            rate[f] = np.inf  # crosses no link
+            frozen[f] = True
+            continue
+        for e in range(ptr[f], ptr[f + 1]):
+            slope[link[e]] += coef[e] * weight[f]
+            users[link[e]] += 1
+    fill = np.full(n_links, np.inf)
+    heap = [(0.0, 0) for _ in range(0)]
+    for lk in range(n_links):
+        if users[lk] > 0:
+            fill[lk] = cap[lk] / slope[lk]
+            heap.append((fill[lk], lk))
+    heapq.heapify(heap)
+    touched = np.empty(len(link), dtype=np.int64)
+    while heap:
+        level, lk = heapq.heappop(heap)
+        if users[lk] == 0 or level != fill[lk]:
+            continue  # a stale entry: the link saturated already or its level moved
+        if not np.isfinite(level):
+            break  # only links that cannot saturate are left
+        n_touched = 0
+        for j in range(link_ptr[lk], link_ptr[lk + 1]):
+            f = link_flows[j]
+            if frozen[f]:
+                continue
+            frozen[f] = True
+            r = weight[f] * level
+            rate[f] = r
+            for e in range(ptr[f], ptr[f + 1]):
+                other = link[e]
+                load[other] += coef[e] * r
+                slope[other] -= coef[e] * weight[f]
+                users[other] -= 1
+                touched[n_touched] = other
+                n_touched += 1
+        for t in range(n_touched):
+            other = touched[t]
+            if users[other] == 0:
+                fill[other] = np.inf
+            else:
+                # never below the level just frozen: float error must not reorder saturations
+                new = max((cap[other] - load[other]) / slope[other], level)
+                if new != fill[other]:
+                    fill[other] = new
+                    heapq.heappush(heap, (new, other))
+    return rate
+
+
+def solve_jit(problem: Problem, capacity: np.ndarray) -> np.ndarray:
+    """Max-min fair rate of every flow of ``problem`` (``inf`` for a flow that crosses no link),
+    as :func:`spraylab.fluid.solver.solve` with every flow active."""
+    p = problem
+    link_flows = p.entry_flow[p.link_entries]  # type: ignore[attr-defined]
+    return _fill(
+        p.ptr,
+        p.link,
+        p.coef.astype(np.float64),
+        p.weight.astype(np.float64),
+        p.link_ptr,  # type: ignore[attr-defined]
+        link_flows,
+        np.asarray(capacity, dtype=np.float64),
+    )
