@@ -11,7 +11,8 @@ Cases and the issue's targets:
   fat-tree (k = 16), random pairs: the rate problem at every event of a 64k-flow run (target:
   0.2 s for a batched numpy solver);
 * ``perm_1024_<scheme>``: a whole 1024-host (k = 16 fat-tree, 400 Gb/s) permutation run,
-  scenario to Result (target <= 0.5 s);
+  scenario to Result (target <= 0.5 s); ``perm_1024_<scheme>_noacks`` the same with
+  ``run.fluid_acks = false`` (the fluid model without its ACK reservation);
 * ``l0_perm_8192``: the L0 bound of an 8192-host (k = 32) permutation;
 * ``moe_<strategy>_<G>``: one Mixtral-8x7B dispatch + combine on a rail cluster of G GPUs
   (8 per server) under each rail strategy, fluid engine.
@@ -50,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 CASES = ["solver_65k", "perm_1024_ecmp", "perm_1024_rps", "perm_1024_spray_rr", "l0_perm_8192"]
+CASES += [f"perm_1024_{s}_noacks" for s in ("ecmp", "rps", "spray_rr")]
 CASES += [f"moe_{s}_256" for s in ("rail_local", "rail_matched", "rail_spray", "rails")]
 STRATEGIES = ("rail_local", "rail_matched", "rail_spray", "rails")
 # target case -> (wall target s, memory target MB)
@@ -145,13 +147,13 @@ def measure(case: str) -> dict[str, Any]:
     if case == "solver_65k":
         out = _solver_65k()
     elif case.startswith("perm_1024_"):
-        scheme = case.removeprefix("perm_1024_")
+        scheme = case.removeprefix("perm_1024_").removesuffix("_noacks")
         out = _run(
             {
                 "topology": {"kind": "fat_tree", "k": 16, "rate": "400Gbps"},
                 "lb": {"scheme": scheme},
                 "workload": {"kind": "permutation", "size": "4MB"},
-                "run": {"engine": "fluid", "progress": False},
+                "run": {"engine": "fluid", "progress": False, "fluid_acks": not case.endswith("_noacks")},
             }
         )
     elif case == "l0_perm_8192":

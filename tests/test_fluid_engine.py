@@ -3,7 +3,10 @@
 Closed forms (fluid model: max-min fair rates, wire bytes, one base latency per message):
 a flow of V wire bytes at rate R finishes V / R plus its route's latency after it starts, the
 latency being propagation plus the first packet's store-and-forward at every hop but the
-slowest (so a lone flow matches the packet engine's idle-fabric FCT).
+slowest (so a lone flow matches the packet engine's idle-fabric FCT). ACK frames (one of
+ACK_WIRE_BYTES per data packet, strict priority) take ``ack_share(size)`` of every data byte's
+rate on the links back to the sender, so where a host both sends and receives at the same rate
+its uplink carries ``1 + ack_share`` bytes per data byte (fluid/acks.py).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from conftest import FLUID_KERNELS
 from spraylab.config import ScenarioError, validate
 from spraylab.experiment import build, run
 from spraylab.fluid.engine import prepare, wire_bytes
-from spraylab.net.framing import data_wire_bytes
+from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.routes import packet_hash, trace_route
 from spraylab.rails.planner import plan_rails
 from spraylab.workload.build import rail_phase_matrices
@@ -54,6 +57,11 @@ def ps_per_byte(rate_bps: float) -> float:
     return 8e12 / rate_bps
 
 
+def ack_share(size: int) -> float:
+    """ACK wire bytes per data wire byte of a message (one ACK per packet, the default)."""
+    return -(-size // MTU) * ACK_WIRE_BYTES / wire_bytes(size, MTU)
+
+
 def latency_ps(hops: int, rate_bps: float, size: int) -> float:
     """Base latency of a route of ``hops`` equal links (module docstring)."""
     first = data_wire_bytes(min(size, MTU))
@@ -63,9 +71,15 @@ def latency_ps(hops: int, rate_bps: float, size: int) -> float:
 def test_spraying_permutation_is_size_over_rate_plus_latency() -> None:
     size = 1_000_000
     result = run(scenario(leaf_spine(4, 4, 4), {"kind": "permutation", "size": size}))
-    expect = wire_bytes(size, MTU) * ps_per_byte(100 * GBPS) + latency_ps(4, 100 * GBPS, size)
+    # every host sends one flow and ACKs the one it receives, on its uplink
+    rate = 100 * GBPS / (1 + ack_share(size))
+    expect = wire_bytes(size, MTU) * ps_per_byte(rate) + latency_ps(4, 100 * GBPS, size)
     np.testing.assert_allclose(result.flows["fct_ps"], expect, rtol=0.005)
     assert result.summary["engine"] == "fluid"
+    # without the ACK reservation: line rate
+    bare = run(scenario(leaf_spine(4, 4, 4), {"kind": "permutation", "size": size}, fluid_acks=False))
+    line = wire_bytes(size, MTU) * ps_per_byte(100 * GBPS) + latency_ps(4, 100 * GBPS, size)
+    np.testing.assert_allclose(bare.flows["fct_ps"], line, rtol=0.005)
 
 
 def test_incast_shares_the_receiver_equally() -> None:
@@ -82,7 +96,8 @@ def test_incast_shares_the_receiver_equally() -> None:
 @pytest.mark.parametrize("kernel", FLUID_KERNELS)
 def test_ring_allreduce_closed_form(kernel: str) -> None:
     """Ring all-reduce on n ranks of one leaf: 2(n-1) steps of S/n, each one transfer plus one
-    two-hop latency: 2(n-1)/n x S/B (in wire bytes) + 2(n-1) x latency."""
+    two-hop latency: 2(n-1)/n x S/B (in wire bytes, each host's uplink also carrying the ACKs of
+    what it receives) + 2(n-1) x latency."""
     n, size = 8, 8_000_000
     result = run(
         scenario(
@@ -92,23 +107,27 @@ def test_ring_allreduce_closed_form(kernel: str) -> None:
         )
     )
     part = size // n
-    step = wire_bytes(part, MTU) * ps_per_byte(100 * GBPS) + latency_ps(2, 100 * GBPS, part)
+    rate = 100 * GBPS / (1 + ack_share(part))
+    step = wire_bytes(part, MTU) * ps_per_byte(rate) + latency_ps(2, 100 * GBPS, part)
     assert result.groups["cct_ps"].iloc[0] == pytest.approx(2 * (n - 1) * step, rel=0.005)
 
 
 @pytest.mark.parametrize("kernel", FLUID_KERNELS)
 def test_all_to_all_meets_the_nic_bound(kernel: str) -> None:
-    """A full-bisection fabric under spraying: every NIC sends (n-1) messages at line rate."""
+    """A full-bisection fabric under spraying: every NIC sends (n-1) messages and the ACKs of
+    the (n-1) it receives, at line rate."""
     size = 200_000
     result = run(scenario(leaf_spine(4, 4, 4), {"kind": "all_to_all", "size": size}, fluid_solver=kernel))
     n = 16
-    expect = (n - 1) * wire_bytes(size, MTU) * ps_per_byte(100 * GBPS) + latency_ps(4, 100 * GBPS, size)
+    rate = 100 * GBPS / (1 + ack_share(size))
+    expect = (n - 1) * wire_bytes(size, MTU) * ps_per_byte(rate) + latency_ps(4, 100 * GBPS, size)
     assert result.summary["completion_ps"] == pytest.approx(expect, rel=0.005)
 
 
 @pytest.mark.parametrize("kernel", FLUID_KERNELS)
 def test_rails_uniform_all_to_all_reaches_t_star(kernel: str) -> None:
-    """RailS on a uniform all-to-all: every NIC carries T* worth of bytes; the fluid CCT is T*
+    """RailS on a uniform all-to-all: every NIC sends T* worth of bytes and receives as much,
+    whose ACKs (one per full packet) share its uplink; the fluid CCT is T* x (1 + ACK share)
     plus one rail route's latency and the NVLink hops before and after it."""
     topo = {"kind": "rail", "servers": 4, "gpus_per_server": 4, "spines": 2}
     # exact re-solves (fluid_quantum = 0): the default quantum's error (0.8% here) is larger
@@ -129,8 +148,9 @@ def test_rails_uniform_all_to_all_reaches_t_star(kernel: str) -> None:
         v.topology.nvlink_delay + data_wire_bytes(MTU) * ps_per_byte(v.topology.nvlink_rate)
     )
     cct = result.summary["completion_ps"]
+    with_acks = t_star * (1 + ACK_WIRE_BYTES / data_wire_bytes(MTU))
     assert t_star <= cct
-    assert cct == pytest.approx(t_star + rail_latency + nvlink_latency, rel=0.005)
+    assert cct == pytest.approx(with_acks + rail_latency + nvlink_latency, rel=0.005)
 
 
 def test_ecmp_uses_the_packet_engines_paths() -> None:
@@ -170,12 +190,14 @@ def test_ecmp_permutation_matches_packet_engine() -> None:
 
 
 def test_degraded_link_caps_every_sprayed_flow() -> None:
-    """Spraying puts 1/S of each of a leaf's H flows on every uplink: a link degraded to f caps
-    them at S f B / H (here 4 x 0.25 x 100 / 4 = 25 Gb/s)."""
+    """Spraying puts 1/S of each of a leaf's H flows on every uplink, and 1/S of the ACKs of
+    the H flows into the leaf: a link degraded to f caps them at S f B / (H (1 + ACK share))
+    (here 4 x 0.25 x 100 / 4 = 25 Gb/s, less the ACKs)."""
     event = {"at": 0, "link": ["leaf0", "spine0"], "action": "degrade", "rate_fraction": 0.25}
     size = 500_000
     result = run(scenario(leaf_spine(2, 4, 4, events=[event]), {"kind": "permutation", "size": size}))
-    expect = wire_bytes(size, MTU) * ps_per_byte(25 * GBPS) + latency_ps(4, 100 * GBPS, size)
+    rate = 25 * GBPS / (1 + ack_share(size))
+    expect = wire_bytes(size, MTU) * ps_per_byte(rate) + latency_ps(4, 100 * GBPS, size)
     np.testing.assert_allclose(result.flows["fct_ps"], expect, rtol=0.005)
     degraded = result.links[result.links["link"] == "leaf0->spine0"].iloc[0]
     assert degraded["rate_bps"] == 25 * GBPS
@@ -184,7 +206,8 @@ def test_degraded_link_caps_every_sprayed_flow() -> None:
 @pytest.mark.parametrize("kernel", FLUID_KERNELS)
 def test_failed_link_stalls_its_flows_until_routing_converges(kernel: str) -> None:
     """ECMP: a flow whose path crosses the dead link makes no progress until the reroute, then
-    goes on the other spine; the others never notice."""
+    goes on the other spine; the others never notice. (ACKs left out: they would cost the
+    flows that share a host link with ACKs 2% of their rate, which is not what this tests.)"""
     converge = 50_000_000
     event = {"at": 0, "link": ["leaf0", "spine0"], "action": "down", "convergence": converge}
     size = 300_000
@@ -193,6 +216,7 @@ def test_failed_link_stalls_its_flows_until_routing_converges(kernel: str) -> No
         {"kind": "permutation", "size": size},
         "ecmp",
         fluid_solver=kernel,
+        fluid_acks=False,
     )
     result = run(sc)
     fluid = prepare(validate(sc))
@@ -220,9 +244,11 @@ def test_unknown_columns_are_nan_never_zero() -> None:
     for column in ("max_queue_bytes", "drops", "ecn_marks", "pfc_pauses"):
         assert result.links[column].isna().all()
     assert result.summary["drops"] is None and result.summary["ecn_marks"] is None
-    # what it does know: every byte it moved, on the links it moved them over
+    # what it does know: every byte it moved, on the links it moved them over: each host's
+    # uplink carries its flow and the ACKs of the flow it receives (one per packet)
+    acks = -(-100_000 // MTU) * ACK_WIRE_BYTES
     assert result.links[result.links["role"] == "host_up"]["tx_bytes"].sum() == pytest.approx(
-        4 * wire_bytes(100_000, MTU), rel=1e-9
+        4 * (wire_bytes(100_000, MTU) + acks), rel=1e-9
     )
 
 
@@ -280,9 +306,10 @@ def test_default_quantum_is_exact_when_no_event_falls_inside_it() -> None:
 
 def test_l0_equals_fluid_on_phases_that_start_together() -> None:
     """L0 (bytes per link / capacity) is exact where every flow of a phase starts at once and
-    the busiest link stays busy: a sprayed permutation and all-to-all."""
+    the busiest link stays busy: a sprayed permutation and all-to-all. L0 counts data bytes
+    only (a lower bound), so the fluid run leaves ACKs out too."""
     for workload in ({"kind": "permutation", "size": "1MB"}, {"kind": "all_to_all", "size": "100KB"}):
-        sc = scenario(leaf_spine(4, 4, 4), workload)
+        sc = scenario(leaf_spine(4, 4, 4), workload, fluid_acks=False)
         fluid = run(sc)
         l0 = run({**sc, "run": {**sc["run"], "engine": "l0"}})
         assert l0.summary["engine"] == "l0"

@@ -294,6 +294,9 @@ class RunSection(Section):
     # in microseconds where numpy's vectorised rounds take milliseconds; "auto" takes it when
     # it is installed and the run has enough messages to repay its import (docs/fluid.md).
     fluid_solver: Literal["auto", "numpy", "numba"] = "auto"
+    # fluid: reserve the ACK frames' bytes on every reverse link, ahead of data, as the packet
+    # engine's receivers and strict-priority control queues take them (fluid/acks.py)
+    fluid_acks: bool = True
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -308,6 +311,8 @@ class RunSection(Section):
             data.pop("fluid_quantum", None)
         if self.fluid_solver == "auto":
             data.pop("fluid_solver", None)
+        if self.fluid_acks:
+            data.pop("fluid_acks", None)
         return data
 
 

@@ -183,6 +183,7 @@ KEY_DOCS: dict[str, str] = {
     "run.allow_large": "skip the size guard (memory, flow and packet caps)",
     "run.engine": "packet: the packet-level simulator; fluid: flow-level max-min fair rates over the same routes; l0: bytes per link / capacity bound; l0_rail: l0 of a rail workload from its byte matrices, for 8k+ GPUs (docs/fluid.md)",
     "run.fluid_quantum": "fluid engine: re-solve rates at most this often (0 = at every arrival and completion; completions stay exact; default chosen by measured error, docs/fluid.md)",
+    "run.fluid_acks": "fluid engine: reserve each flow's ACK bytes on its ACKs' route, ahead of data (strict priority, as the packet engine's control frames); false leaves ACKs out (docs/fluid.md)",
     "run.fluid_solver": "fluid engine: the max-min kernel; numba (the `fast` extra) is compiled, numpy vectorised; auto takes numba when installed and the run has enough messages to repay its import (docs/fluid.md)",
     "output.name": "the run's name (default topology-workload-scheme)",
     "output.dir": "save the result here (as run --out)",

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from spraylab.engine.simulator import Simulator
+from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
 from spraylab.fluid.routing import FluidFabric, random_words, route_model
 from spraylab.fluid.solver import Problem, certify, pick_solver, solver_named
 from spraylab.net.framing import data_wire_bytes
@@ -106,6 +107,8 @@ class FluidRun:
     quantum_ps: int = 0
     certify: bool = True
     solver: str = "numpy"  # the max-min kernel (spraylab.fluid.solver.pick_solver)
+    # per flow: ACK wire bytes per data wire byte (fluid/acks.py); empty: ACKs not modelled
+    ack_ratio: list[float] = field(default_factory=list)
     spray_entropies: list[list[int]] = field(default_factory=list)  # spray_rr: per flow
 
 
@@ -148,6 +151,15 @@ def prepare(scenario: Any) -> FluidRun:
     if spray_rng is not None:  # drawn at each flow's start, in start order: here, list order
         paths = make_lb(scenario.lb.scheme, scenario.lb.params).params.paths  # type: ignore[attr-defined]
         spray = [spray_rng.sample(range(1 << 16), paths) for _ in flows]
+    ack_ratio: list[float] = []
+    if scenario.run.fluid_acks:
+        t = scenario.transport
+        mtu = t.mtu
+        per_ack = packets_per_ack(t.ack_every, t.ack_every_bytes, mtu)
+        ack_ratio = [
+            ack_bytes_per_byte(max(1, -(-f.size_bytes // mtu)), wire_bytes(f.size_bytes, mtu), per_ack)
+            for f in flows
+        ]
     try:
         solver = pick_solver(scenario.run.fluid_solver, len(flows))
     except ValueError as exc:
@@ -162,8 +174,18 @@ def prepare(scenario: Any) -> FluidRun:
         list(scenario.topology.events),
         getattr(scenario.run, "fluid_quantum", 0),
         solver=solver,
+        ack_ratio=ack_ratio,
         spray_entropies=spray,
     )
+
+
+def _csr(rows: list[dict[int, float]], n_links: int) -> Problem:
+    counts = np.array([len(r) for r in rows], dtype=np.int64)
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    link = np.fromiter((lid for r in rows for lid in r), dtype=np.int64, count=int(ptr[-1]))
+    coef = np.fromiter((c for r in rows for c in r.values()), dtype=float, count=int(ptr[-1]))
+    return Problem(ptr, link, coef, np.ones(len(rows)), n_links)
 
 
 class _Routes:
@@ -171,57 +193,63 @@ class _Routes:
     pooled constraints of the ``pool`` model as extra links after the real ones."""
 
     def __init__(self, run: FluidRun, capacity_bps: np.ndarray) -> None:
+        ff = run.fabric
+        self.n_real = ff.n_links
+        self._pools: dict[tuple[int, ...], int] = {}
+        self._cache: dict[tuple[int, int], dict[int, float]] = {}
+        rows = [self._row(run, i, spec.src, spec.dst) for i, spec in enumerate(run.flows)]
+        # ACKs go back from the receiver with the data packet's hash (the receiver echoes it),
+        # so they take the same route model in the other direction
+        ack_rows = (
+            [
+                {lid: c * ratio for lid, c in self._row(run, i, spec.dst, spec.src).items()}
+                for i, (spec, ratio) in enumerate(zip(run.flows, run.ack_ratio))
+            ]
+            if run.ack_ratio
+            else [{} for _ in rows]
+        )
+        self.pools = list(self._pools)
+        n_links = self.n_real + len(self.pools)
+        self.problem = _csr(rows, n_links)
+        self.acks = _csr(ack_rows, n_links)  # per flow: ACK bytes per byte of its rate, per link
+        self.reachable = np.diff(self.problem.ptr) > 0
+        self.capacity(capacity_bps, np.ones(self.n_real, dtype=bool))
+
+    def _row(self, run: FluidRun, i: int, src: int, dst: int) -> dict[int, float]:
+        """Flow ``i``'s bytes per byte of its rate on every link, from ``src`` to ``dst``
+        under the run's route model (``src``/``dst`` swapped: its ACKs' route)."""
         from spraylab.net.routes import packet_hash
 
         ff = run.fabric
-        self.n_real = ff.n_links
-        rows: list[dict[int, float]] = []
-        pools: dict[tuple[int, ...], int] = {}
-        cache: dict[tuple[int, int], dict[int, float]] = {}
-        for i, (spec, ent) in enumerate(zip(run.flows, run.entropy)):
-            if run.model == "hash":
-                links = ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent))
-                rows.append(dict.fromkeys(links, 1.0))
-                continue
-            if run.model == "tor_split":
-                rows.append(ff.tor_split_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent)))
-                continue
-            if run.model == "entropies":
-                entropies = run.spray_entropies[i]
-                row: dict[int, float] = {}
-                for e in entropies:
-                    walk = ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, e))
-                    if not walk:
-                        row = {}
-                        break
-                    for lid in dict.fromkeys(walk):
-                        row[lid] = row.get(lid, 0.0) + 1.0 / len(entropies)
-                rows.append(row)
-                continue
-            key = (spec.src, spec.dst)
-            row = cache.get(key)  # type: ignore[assignment]
-            if row is None:
-                if run.model == "split":
-                    row = ff.split_route(spec.src, spec.dst)
-                else:
-                    row = {}
-                    for stage in ff.stage_sets(spec.src, spec.dst):
-                        if len(stage) == 1:
-                            row[stage[0]] = 1.0
-                        else:
-                            lid = pools.setdefault(stage, self.n_real + len(pools))
-                            row[lid] = 1.0
-                cache[key] = row
-            rows.append(row)
-        self.pools = list(pools)
-        counts = np.array([len(r) for r in rows], dtype=np.int64)
-        ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(counts, out=ptr[1:])
-        link = np.fromiter((lid for r in rows for lid in r), dtype=np.int64, count=int(ptr[-1]))
-        coef = np.fromiter((c for r in rows for c in r.values()), dtype=float, count=int(ptr[-1]))
-        self.problem = Problem(ptr, link, coef, np.ones(len(rows)), self.n_real + len(self.pools))
-        self.reachable = counts > 0
-        self.capacity(capacity_bps, np.ones(self.n_real, dtype=bool))
+        spec = run.flows[i]
+        if run.model == "hash":
+            return dict.fromkeys(ff.hash_route(src, dst, packet_hash(spec.flow_id, run.entropy[i])), 1.0)
+        if run.model == "tor_split":
+            return ff.tor_split_route(src, dst, packet_hash(spec.flow_id, run.entropy[i]))
+        if run.model == "entropies":
+            entropies = run.spray_entropies[i]
+            row: dict[int, float] = {}
+            for e in entropies:
+                walk = ff.hash_route(src, dst, packet_hash(spec.flow_id, e))
+                if not walk:
+                    return {}
+                for lid in dict.fromkeys(walk):
+                    row[lid] = row.get(lid, 0.0) + 1.0 / len(entropies)
+            return row
+        key = (src, dst)
+        got = self._cache.get(key)
+        if got is None:
+            if run.model == "split":
+                got = ff.split_route(src, dst)
+            else:
+                got = {}
+                for stage in ff.stage_sets(src, dst):
+                    if len(stage) == 1:
+                        got[stage[0]] = 1.0
+                    else:
+                        got[self._pools.setdefault(stage, self.n_real + len(self._pools))] = 1.0
+            self._cache[key] = got
+        return got
 
     def capacity(self, capacity_bps: np.ndarray, up: np.ndarray) -> np.ndarray:
         """Solver capacities in bytes per ps (a dead link never constrains: what enters it is
@@ -339,6 +367,9 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     rows = np.zeros(0, dtype=np.int64)  # the flows of the last solve
     sub = p.restrict(rows)  # their problem
     sending_entries = rows
+    ack_sub = routes.acks.restrict(rows)  # their ACKs' entries
+    acking_entries = rows
+    ack_load = np.zeros(p.n_links)  # the last solve's ACK bytes per ps on every link
 
     while True:
         # events due now are taken in first: a solve before them would be wasted, and with a
@@ -348,11 +379,15 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             rows = np.flatnonzero(active & (routes.goodput > 0) & routes.reachable)
             key = (cap_version, rows.tobytes())
             sub = p.restrict(rows)
+            ack_sub = routes.acks.restrict(rows)
             rates = memo.get(key)
             if rates is None:
-                rates = solve(sub, routes.cap)
+                if run.ack_ratio:
+                    rates, data_cap, ack_load = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_load)
+                else:
+                    rates, data_cap = solve(sub, routes.cap), routes.cap
                 if run.certify:
-                    certify(sub, routes.cap, rates)
+                    certify(sub, data_cap, rates)
                 if len(memo) < 4096:
                     memo[key] = rates
                 solves += 1
@@ -362,6 +397,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             send[rows] = rates
             progress = send * routes.goodput
             sending_entries = rows[sub.entry_flow]  # the flow of each of sub's entries
+            acking_entries = rows[ack_sub.entry_flow]
             last_solve = now
             dirty = False
         # the next thing that happens
@@ -385,6 +421,10 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         if dt > 0:
             remaining -= progress * dt
             tx += np.bincount(sub.link, weights=sub.coef * send[sending_entries] * dt, minlength=p.n_links)
+            if run.ack_ratio:
+                tx += np.bincount(
+                    ack_sub.link, weights=ack_sub.coef * send[acking_entries] * dt, minlength=p.n_links
+                )
         now = t_next
         steps += 1
         if stop == "time_limit":
@@ -429,6 +469,9 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
                 memo.clear()
                 sub = p.restrict(rows)  # until the next solve, as traced again
                 sending_entries = rows[sub.entry_flow]
+                ack_sub = routes.acks.restrict(rows)
+                acking_entries = rows[ack_sub.entry_flow]
+                ack_load = np.zeros(p.n_links)
             routes.capacity(rate_bps, up)
             cap_version += 1
             dirty = True
