@@ -187,6 +187,10 @@ def test_ecmp_permutation_matches_packet_engine() -> None:
     packet = run({**sc, "run": {**sc["run"], "engine": "packet"}})
     assert packet.summary["engine"] == "packet"
     assert fluid.summary["completion_ps"] == pytest.approx(packet.summary["completion_ps"], rel=0.05)
+    # conservation across engines: on the same hashes every link carries the same data and ACK
+    # bytes in both (the ACKs back along the echoed hash, one per packet)
+    bytes_of = {r.summary["engine"]: r.links.set_index("link")["tx_bytes"] for r in (fluid, packet)}
+    np.testing.assert_allclose(bytes_of["fluid"], bytes_of["packet"].loc[bytes_of["fluid"].index], rtol=1e-9)
 
 
 def test_degraded_link_caps_every_sprayed_flow() -> None:
