@@ -2,7 +2,12 @@
 ladder of q, reporting the completion's error against the exact run and against q/2 (the
 criterion the default ``run.fluid_quantum`` was chosen by: see docs/fluid.md), solves and CPU.
 
-    PYTHONPATH=src .venv/bin/python benchmarks/fluid_quantum.py [--json out.json]
+    PYTHONPATH=src .venv/bin/python benchmarks/fluid_quantum.py --json benchmarks/fluid_quantum.json
+    PYTHONPATH=src .venv/bin/python benchmarks/fluid_quantum.py --markdown benchmarks/fluid_quantum.json
+
+The second prints the table of docs/fluid.md ("Re-solve quantum") from the stored rows and the
+quantum the criterion picks (:func:`pick_quantum`), which tests/test_fluid_engine.py checks is
+the shipped default.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 QUANTA_PS = [0, 31_250, 62_500, 125_000, 250_000, 500_000, 1_000_000, 2_000_000]
+# The criterion: halving the quantum moves no case's completion by more than this.
+HALVING_TOLERANCE = 0.005
+TABLE_QUANTA_PS = (125_000, 250_000, 500_000)
 
 
 def _rail(strategy: str) -> dict[str, Any]:
@@ -56,10 +64,49 @@ def measure(name: str, quantum_ps: int) -> dict[str, Any]:
     }
 
 
+def pick_quantum(rows: list[dict[str, Any]]) -> int:
+    """The largest quantum of the ladder at which, and at every smaller one, halving the
+    quantum moves no case by more than HALVING_TOLERANCE (the smallest one against exact)."""
+    picked = 0
+    for q in QUANTA_PS[1:]:
+        moves = [abs(r.get("err_vs_half", r["err_vs_exact"])) for r in rows if r["quantum_ps"] == q]
+        if not moves or max(moves) > HALVING_TOLERANCE:
+            break
+        picked = q
+    return picked
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    def pct(x: float) -> str:
+        return f"{100 * abs(x):.2f}%"
+
+    by = {(r["case"], r["quantum_ps"]): r for r in rows}
+    head = ["case", "solves (q = 0)"]
+    for q in TABLE_QUANTA_PS:
+        head += [f"q = {q / 1000:g} ns: vs q/2", "vs 0", "solves"]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for name in dict.fromkeys(r["case"] for r in rows):
+        cells = [name, f"{by[(name, 0)]['solves']:,}"]
+        for q in TABLE_QUANTA_PS:
+            r = by[(name, q)]
+            cells += [pct(r["err_vs_half"]), pct(r["err_vs_exact"]), f"{r['solves']:,}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    q = pick_quantum(rows)
+    lines += [
+        "",
+        f"Picked by the criterion (halving moves no case by more than {HALVING_TOLERANCE:.1%}): {q / 1000:g} ns.",
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None, help="write the rows here")
+    parser.add_argument("--markdown", type=Path, default=None, help="print the table of these stored rows")
     args = parser.parse_args(argv)
+    if args.markdown is not None:
+        print(markdown(json.loads(args.markdown.read_text())))
+        return 0
     rows = []
     for name in CASES:
         by_q: dict[int, dict[str, Any]] = {}

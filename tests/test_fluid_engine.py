@@ -11,13 +11,16 @@ its uplink carries ``1 + ack_share`` bytes per data byte (fluid/acks.py).
 
 from __future__ import annotations
 
+import importlib.util
+import json
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from conftest import FLUID_KERNELS
 
-from spraylab.config import ScenarioError, validate
+from spraylab.config import FLUID_QUANTUM_PS, ScenarioError, validate
 from spraylab.experiment import build, run
 from spraylab.fluid.engine import prepare, wire_bytes
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
@@ -296,6 +299,18 @@ def test_quantum_bounds_the_error() -> None:
     assert 0 <= gap <= exact.summary["fluid.solves"] * 1_000_000
 
 
+def test_the_default_quantum_is_what_its_measurement_picks() -> None:
+    """run.fluid_quantum's default is the quantum the criterion picks from the stored rows of
+    benchmarks/fluid_quantum.py (rerun it after a model change; docs/fluid.md)."""
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "fluid_quantum.py"
+    spec = importlib.util.spec_from_file_location("fluid_quantum", path)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = json.loads(path.with_suffix(".json").read_text())
+    assert bench.pick_quantum(rows) == FLUID_QUANTUM_PS
+
+
 def test_default_quantum_is_exact_when_no_event_falls_inside_it() -> None:
     """Flows that all start at once take their first solve together (events due at an instant
     are taken in before it is solved), and a sprayed permutation's flows all finish at one
@@ -303,7 +318,7 @@ def test_default_quantum_is_exact_when_no_event_falls_inside_it() -> None:
     sc = scenario(leaf_spine(4, 4, 4), {"kind": "permutation", "size": "1MB"})
     default = run(sc)
     exact = run({**sc, "run": {**sc["run"], "fluid_quantum": 0}})
-    assert default.summary["fluid.quantum_ps"] == 250_000 and exact.summary["fluid.quantum_ps"] == 0
+    assert default.summary["fluid.quantum_ps"] == FLUID_QUANTUM_PS and exact.summary["fluid.quantum_ps"] == 0
     assert default.summary["completion_ps"] == exact.summary["completion_ps"]
     assert list(default.flows["fct_ps"]) == list(exact.flows["fct_ps"])
 

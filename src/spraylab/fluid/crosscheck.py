@@ -266,7 +266,7 @@ def page(rows: list[Row], command: str) -> str:
         "  hence the error in those rows.",
         "* Fluid wall time grows with the number of rate changes: the rail strategies' staggered",
         "  chunk messages give thousands of events, each a full re-solve at the exact",
-        "  `run.fluid_quantum = 0` this page uses (the default quantum cuts them 4-15x, docs/fluid.md).",
+        "  `run.fluid_quantum = 0` this page uses (the default quantum cuts them several times, docs/fluid.md).",
         "",
     ]
     return "\n".join(lines)
