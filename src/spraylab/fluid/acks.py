@@ -66,7 +66,7 @@ def solve_with_acks(
         data_cap = np.maximum(capacity - load, 0.0)
         rates = solve(problem, data_cap)
         sent = np.where(np.isfinite(rates), rates, 0.0)
-        new = np.bincount(acks.link, weights=acks.coef * sent[acks.entry_flow], minlength=len(capacity))  # type: ignore[attr-defined]
+        new = np.bincount(acks.link, weights=acks.coef * sent[acks.entry_flow], minlength=len(capacity))
         if np.abs(new - load).max(initial=0.0) <= atol:
             return rates, data_cap, new
         load = new

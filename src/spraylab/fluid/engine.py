@@ -37,7 +37,7 @@ import numpy as np
 from spraylab.engine.simulator import Simulator
 from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
 from spraylab.fluid.routing import FluidFabric, random_words, route_model
-from spraylab.fluid.solver import Problem, certify, pick_solver, solver_named
+from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_rows, solver_named
 from spraylab.net.framing import data_wire_bytes
 from spraylab.workload.build import GroupInfo, build_flows
 from spraylab.workload.flows import FlowSpec
@@ -179,15 +179,6 @@ def prepare(scenario: Any) -> FluidRun:
     )
 
 
-def _csr(rows: list[dict[int, float]], n_links: int) -> Problem:
-    counts = np.array([len(r) for r in rows], dtype=np.int64)
-    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    link = np.fromiter((lid for r in rows for lid in r), dtype=np.int64, count=int(ptr[-1]))
-    coef = np.fromiter((c for r in rows for c in r.values()), dtype=float, count=int(ptr[-1]))
-    return Problem(ptr, link, coef, np.ones(len(rows)), n_links)
-
-
 class _Routes:
     """Every flow's entries (link, bytes per byte of its rate) as one CSR problem, plus the
     pooled constraints of the ``pool`` model as extra links after the real ones."""
@@ -210,8 +201,8 @@ class _Routes:
         )
         self.pools = list(self._pools)
         n_links = self.n_real + len(self.pools)
-        self.problem = _csr(rows, n_links)
-        self.acks = _csr(ack_rows, n_links)  # per flow: ACK bytes per byte of its rate, per link
+        self.problem = problem_from_rows(rows, n_links)
+        self.acks = problem_from_rows(ack_rows, n_links)  # per flow: ACK bytes per byte of its rate, per link
         self.reachable = np.diff(self.problem.ptr) > 0
         self.capacity(capacity_bps, np.ones(self.n_real, dtype=bool))
 
@@ -365,10 +356,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     p = routes.problem
     solve = solver_named(run.solver)
     rows = np.zeros(0, dtype=np.int64)  # the flows of the last solve
-    sub = p.restrict(rows)  # their problem
-    sending_entries = rows
-    ack_sub = routes.acks.restrict(rows)  # their ACKs' entries
-    acking_entries = rows
+    sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
     ack_load = np.zeros(p.n_links)  # the last solve's ACK bytes per ps on every link
 
     while True:
@@ -378,8 +366,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         if dirty and not due_now and now >= last_solve + run.quantum_ps:
             rows = np.flatnonzero(active & (routes.goodput > 0) & routes.reachable)
             key = (cap_version, rows.tobytes())
-            sub = p.restrict(rows)
-            ack_sub = routes.acks.restrict(rows)
+            sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
             rates = memo.get(key)
             if rates is None:
                 if run.ack_ratio:
@@ -396,8 +383,6 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             send = np.zeros(n)
             send[rows] = rates
             progress = send * routes.goodput
-            sending_entries = rows[sub.entry_flow]  # the flow of each of sub's entries
-            acking_entries = rows[ack_sub.entry_flow]
             last_solve = now
             dirty = False
         # the next thing that happens
@@ -467,10 +452,8 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
                 tx = np.zeros(p.n_links)
                 tx[: routes.n_real] = real_tx
                 memo.clear()
-                sub = p.restrict(rows)  # until the next solve, as traced again
-                sending_entries = rows[sub.entry_flow]
-                ack_sub = routes.acks.restrict(rows)
-                acking_entries = rows[ack_sub.entry_flow]
+                # until the next solve, the last solve's flows as traced again
+                sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
                 ack_load = np.zeros(p.n_links)
             routes.capacity(rate_bps, up)
             cap_version += 1
@@ -489,6 +472,14 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         steps,
         stop,
     )
+
+
+def _restricted(routes: _Routes, rows: np.ndarray) -> tuple[Problem, np.ndarray, Problem, np.ndarray]:
+    """The problem of flows ``rows`` and of their ACKs, each with the flow (an index into the
+    run's flows) of every entry, for the bytes they move."""
+    sub = routes.problem.restrict(rows)
+    acks = routes.acks.restrict(rows)
+    return sub, rows[sub.entry_flow], acks, rows[acks.entry_flow]
 
 
 def _event_links(ff: FluidFabric, a: str, b: str, parallel: int | None) -> list[int]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from importlib.util import find_spec
 
 import numpy as np
@@ -37,13 +38,14 @@ __all__ = [
     "solve",
     "certify",
     "problem_from_lists",
+    "problem_from_rows",
     "solver_named",
     "pick_solver",
 ]
 
 BATCH = 16  # candidate links examined per round (measured: 8-32 best on 65k ECMP flows)
 # "auto" takes the numba kernel from this many messages on: below it a run re-solves too few
-# times to repay numba's import and cache load (about 0.5 s; docs/fluid.md, "Solver").
+# times to repay numba's import and cache load (0.3-0.8 s; docs/fluid.md, "Rates").
 JIT_MIN_FLOWS = 2000
 
 
@@ -54,7 +56,8 @@ class CertificateError(AssertionError):
 @dataclass(frozen=True)
 class Problem:
     """Flows x links in CSR form. ``ptr`` (F + 1), ``link`` and ``coef`` (nnz), ``weight`` (F),
-    ``n_links``; the link -> flows transpose is built once, in :meth:`__post_init__`."""
+    ``n_links``; the entry -> flow map and the link -> flows transpose are built on first use
+    (the fluid engine's ACK rows only ever need the first)."""
 
     ptr: np.ndarray
     link: np.ndarray
@@ -62,18 +65,25 @@ class Problem:
     weight: np.ndarray
     n_links: int
 
-    def __post_init__(self) -> None:
-        counts = np.diff(self.ptr)
-        entry_flow = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    @cached_property
+    def entry_flow(self) -> np.ndarray:
+        """The flow of every entry."""
+        return np.repeat(np.arange(self.n_flows, dtype=np.int64), np.diff(self.ptr))
+
+    @cached_property
+    def link_entries(self) -> np.ndarray:
+        """Entry indices grouped by link (in entry order within a link)."""
         # numpy sorts 16-bit keys by radix (4-9x faster than int64's timsort): the engine
         # builds a problem per re-solve
         key = self.link.astype(np.uint16) if self.n_links <= 1 << 16 else self.link
-        order = np.argsort(key, kind="stable")
+        return np.argsort(key, kind="stable")
+
+    @cached_property
+    def link_ptr(self) -> np.ndarray:
+        """Where each link's entries start in :attr:`link_entries`."""
         link_ptr = np.zeros(self.n_links + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.link, minlength=self.n_links), out=link_ptr[1:])
-        object.__setattr__(self, "entry_flow", entry_flow)
-        object.__setattr__(self, "link_ptr", link_ptr)
-        object.__setattr__(self, "link_entries", order)  # entry indices, grouped by link
+        return link_ptr
 
     @property
     def n_flows(self) -> int:
@@ -90,20 +100,29 @@ class Problem:
         return Problem(ptr, self.link[entries], self.coef[entries], self.weight[rows], self.n_links)
 
 
+def problem_from_rows(
+    rows: list[dict[int, float]], n_links: int, weights: list[float] | None = None
+) -> Problem:
+    """A :class:`Problem` from one ``{link: coefficient}`` row per flow."""
+    counts = np.array([len(r) for r in rows], dtype=np.int64)
+    ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    link = np.fromiter((lid for r in rows for lid in r), dtype=np.int64, count=int(ptr[-1]))
+    coef = np.fromiter((c for r in rows for c in r.values()), dtype=float, count=int(ptr[-1]))
+    weight = np.ones(len(rows)) if weights is None else np.asarray(weights, dtype=float)
+    return Problem(ptr, link, coef, weight, n_links)
+
+
 def problem_from_lists(
     flow_links: list[list[int]],
     n_links: int,
     coefs: list[list[float]] | None = None,
     weights: list[float] | None = None,
 ) -> Problem:
-    """A :class:`Problem` from per-flow lists (tests, small cases)."""
-    counts = [len(x) for x in flow_links]
-    ptr = np.zeros(len(flow_links) + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    link = np.array([x for xs in flow_links for x in xs], dtype=np.int64)
-    coef = np.ones(len(link)) if coefs is None else np.array([c for cs in coefs for c in cs], dtype=float)
-    weight = np.ones(len(flow_links)) if weights is None else np.asarray(weights, dtype=float)
-    return Problem(ptr, link, coef, weight, n_links)
+    """A :class:`Problem` from per-flow lists of distinct links (tests, small cases)."""
+    if coefs is None:
+        coefs = [[1.0] * len(links) for links in flow_links]
+    return problem_from_rows([dict(zip(links, c)) for links, c in zip(flow_links, coefs)], n_links, weights)
 
 
 def _gather(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -102,13 +102,13 @@ def solve_jit(problem: Problem, capacity: np.ndarray) -> np.ndarray:
     """Max-min fair rate of every flow of ``problem`` (``inf`` for a flow that crosses no link),
     as :func:`spraylab.fluid.solver.solve` with every flow active."""
     p = problem
-    link_flows = p.entry_flow[p.link_entries]  # type: ignore[attr-defined]
+    link_flows = p.entry_flow[p.link_entries]
     return _fill(
         p.ptr,
         p.link,
         p.coef.astype(np.float64),
         p.weight.astype(np.float64),
-        p.link_ptr,  # type: ignore[attr-defined]
+        p.link_ptr,
         link_flows,
         np.asarray(capacity, dtype=np.float64),
     )
