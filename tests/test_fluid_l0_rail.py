@@ -15,14 +15,14 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from spraylab.config import ScenarioError, validate
 from spraylab.experiment import run
-from spraylab.fluid.collect import uplink_imbalance
-from spraylab.fluid.engine import prepare, wire_bytes
+from spraylab.fluid.collect import link_columns, link_roles, uplink_imbalance
+from spraylab.fluid.engine import FluidOutcome, prepare, wire_bytes
 from spraylab.fluid.l0_rail import distinct, server_sums, wire_bytes_array, wire_grid
-from spraylab.fluid.l0_rail_result import link_roles, uplink_imbalance_arrays
 from spraylab.metrics.collect import bucket_and_group_statistics, flow_statistics
 
 
@@ -139,32 +139,36 @@ def test_array_statistics_equal_the_row_statistics() -> None:
     expected |= bucket_and_group_statistics(rows, result.groups.to_dict("records"))
     for key, value in expected.items():
         assert _same(result.summary[key], value), key
-    assert uplink_imbalance(result.links) == (
-        result.summary["uplink_imbalance_max"],
-        result.summary["uplink_imbalance_mean"],
+    assert _imbalance_by_pandas(result.links) == pytest.approx(
+        (result.summary["uplink_imbalance_max"], result.summary["uplink_imbalance_mean"]), rel=1e-12
     )
 
 
-def test_uplink_imbalance_from_arrays_equals_the_table_version() -> None:
+def _imbalance_by_pandas(links: pd.DataFrame) -> tuple[float, float]:
+    """The definition, by a pandas groupby: per switch with two or more uplinks that sent
+    anything, its busiest uplink's bytes over their mean; the worst switch and the average."""
+    up = links[links["role"] == "uplink"]
+    stats = up.groupby("from")["tx_bytes"].agg(["max", "mean", "count", "sum"])
+    stats = stats[(stats["count"] >= 2) & (stats["sum"] > 0)]
+    if stats.empty:
+        return 1.0, 1.0
+    ratios = (stats["max"] / stats["mean"]).to_numpy(dtype=float)
+    return float(ratios.max()), float(ratios.mean())
+
+
+def test_uplink_imbalance_matches_its_definition_on_the_link_table() -> None:
     sc = validate(_scenario("fluid", "rail_local", scheme="ecmp"))
     ff = prepare(sc).fabric
     rng = np.random.default_rng(3)
     role = link_roles(ff)
     tx = rng.integers(0, 10**6, size=ff.n_links).astype(float)
-    from spraylab.fluid.collect import link_table
-    from spraylab.fluid.engine import FluidOutcome
-
     out = FluidOutcome(
         np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
         tx, ff.rate_bps.astype(float), np.ones(ff.n_links, dtype=bool), 10**6, 0, 0, 0, "done",
     )  # fmt: skip
-
-    class _Run:
-        fabric = ff
-
-    table = link_table(_Run(), out)  # type: ignore[arg-type]
+    table = pd.DataFrame(link_columns(ff, out))
     assert list(table["role"]) == list(role)
-    assert uplink_imbalance(table) == uplink_imbalance_arrays(ff, role, tx)
+    assert uplink_imbalance(ff, role, tx) == pytest.approx(_imbalance_by_pandas(table), rel=1e-12)
 
 
 @pytest.mark.parametrize("mtu", [4096, 1000, 64, 8])

@@ -4,26 +4,33 @@ Same columns, same summary keys. What the fluid model has no notion of (packets,
 drops, ECN, PFC, retransmissions, reordering, NACKs, CNPs, timeouts, ACKs) is NaN in the tables
 and ``None`` in the summary, never a made-up zero. ``summary["engine"]`` says which engine made
 the result; the fluid engine's solver counters are ``fluid.*``.
+
+The summary is computed from the columns as arrays; the DataFrames are built when first read
+(as the packet engine's), so a run read for its summary never imports pandas.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from spraylab.fluid.engine import FluidOutcome, FluidRun
+from spraylab.fluid.routing import FluidFabric
 from spraylab.metrics.collect import (
     FLOW_COLUMNS,
     LINK_DROP_COLUMNS,
     bucket_and_group_statistics,
     flow_statistics,
-    group_table,
+    group_frame,
+    group_rows,
 )
 from spraylab.metrics.result import Result, size_bucket
 from spraylab.net.drops import DROP_CAUSES
 from spraylab.topology.fabric import HOST_TIER
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # flow columns the fluid model cannot know
 UNKNOWN_FLOW_COLUMNS = (
@@ -39,9 +46,19 @@ UNKNOWN_SUMMARY_KEYS = (
     "ooo_arrivals", "max_reorder", "discards", "timeouts", "drops_total", "drops", "ecn_marks",
     "pfc_pauses", "max_queue_bytes", "packet_hops", "acks", *(f"drops_{name}" for name in DROP_CAUSES),
 )  # fmt: skip
+LINK_COLUMNS = (
+    "link", "from", "to", "role", "tier", "rate_bps", "up", "tx_bytes", "tx_packets", "utilization",
+    "max_queue_bytes", "drops", *LINK_DROP_COLUMNS, "ecn_marks", "pfc_pauses", "paused_ps",
+)  # fmt: skip
+# the flow columns the summary reads (flow_statistics, group_rows, the size buckets)
+SUMMARY_FLOW_COLUMNS = (
+    "flow_id", "dst", "group", "size_bytes", "start_ps", "finish_ps", "fct_ps", "slowdown", "throughput_bps",
+    "completed", "censored", "size_bucket",
+)  # fmt: skip
 
 
-def flow_table(run: FluidRun, out: FluidOutcome) -> pd.DataFrame:
+def flow_columns(run: FluidRun, out: FluidOutcome) -> dict[str, Any]:
+    """The flow table's columns (arrays; the packet engine's names and meanings)."""
     flows = run.flows
     n = len(flows)
     size = np.array([f.size_bytes for f in flows], dtype=np.int64)
@@ -74,20 +91,28 @@ def flow_table(run: FluidRun, out: FluidOutcome) -> pd.DataFrame:
     }
     for column in UNKNOWN_FLOW_COLUMNS:
         data[column] = np.full(n, np.nan)
-    return pd.DataFrame({c: data[c] for c in FLOW_COLUMNS})
+    return {c: data[c] for c in FLOW_COLUMNS}
 
 
-def link_table(run: FluidRun, out: FluidOutcome) -> pd.DataFrame:
-    ff = run.fabric
+def link_roles(ff: FluidFabric) -> np.ndarray:
+    """Each directed link's role: host_up, host_down, uplink (to a higher tier) or downlink."""
     fabric = ff.fabric
-    names = np.array(list(fabric.switch_tier) + list(fabric.hosts), dtype=object)
     ns = ff.n_switches
     tiers = np.array([*fabric.switch_tier.values(), *([HOST_TIER] * fabric.n_hosts)], dtype=np.int64)
     a, b = ff.link_src, ff.link_dst
-    a_host, b_host = a >= ns, b >= ns
-    role = np.where(
-        a_host, "host_up", np.where(b_host, "host_down", np.where(tiers[b] > tiers[a], "uplink", "downlink"))
+    return np.where(
+        a >= ns,
+        "host_up",
+        np.where(b >= ns, "host_down", np.where(tiers[b] > tiers[a], "uplink", "downlink")),
     )
+
+
+def link_columns(ff: FluidFabric, out: FluidOutcome) -> dict[str, Any]:
+    """The link table's columns (arrays; the packet engine's names and meanings)."""
+    fabric = ff.fabric
+    names = np.array(list(fabric.switch_tier) + list(fabric.hosts), dtype=object)
+    tiers = np.array([*fabric.switch_tier.values(), *([HOST_TIER] * fabric.n_hosts)], dtype=np.int64)
+    a, b = ff.link_src, ff.link_dst
     rate = out.rate_bps.astype(np.int64)
     capacity_bytes = rate.astype(float) * max(1, out.end_ps) / 8e12
     tx = out.tx_bytes.astype(float)
@@ -95,7 +120,7 @@ def link_table(run: FluidRun, out: FluidOutcome) -> pd.DataFrame:
         "link": [f"{x}->{y}" for x, y in zip(names[a], names[b])],
         "from": names[a],
         "to": names[b],
-        "role": role.astype(object),
+        "role": link_roles(ff).astype(object),
         "tier": tiers[a],
         "rate_bps": rate,
         "up": out.up.astype(bool),
@@ -104,45 +129,46 @@ def link_table(run: FluidRun, out: FluidOutcome) -> pd.DataFrame:
     }
     for column in UNKNOWN_LINK_COLUMNS:
         data[column] = np.full(ff.n_links, np.nan)
-    order = [
-        "link", "from", "to", "role", "tier", "rate_bps", "up", "tx_bytes", "tx_packets", "utilization",
-        "max_queue_bytes", "drops", *LINK_DROP_COLUMNS, "ecn_marks", "pfc_pauses", "paused_ps",
-    ]  # fmt: skip
-    return pd.DataFrame({c: data[c] for c in order})
+    return {c: data[c] for c in LINK_COLUMNS}
 
 
-def uplink_imbalance(links: pd.DataFrame) -> tuple[float, float]:
-    """As :func:`spraylab.metrics.collect.uplink_imbalance`, from the link table."""
-    up = links[links["role"] == "uplink"]
-    if up.empty:
+def uplink_imbalance(ff: FluidFabric, role: np.ndarray, tx: np.ndarray) -> tuple[float, float]:
+    """As :func:`spraylab.metrics.collect.uplink_imbalance`: per switch with two or more
+    uplinks that sent anything, the busiest uplink's bytes over their mean (switches in name
+    order)."""
+    up = np.flatnonzero(role == "uplink")
+    names = list(ff.fabric.switch_tier)
+    sent = np.round(tx[up]).astype(np.int64)
+    by_switch: dict[str, list[int]] = {}
+    for lid, nbytes in zip(ff.link_src[up].tolist(), sent.tolist()):
+        by_switch.setdefault(names[lid], []).append(nbytes)
+    ratios = [max(v) / (sum(v) / len(v)) for _, v in sorted(by_switch.items()) if len(v) >= 2 and sum(v) > 0]
+    if not ratios:
         return 1.0, 1.0
-    stats = up.groupby("from")["tx_bytes"].agg(["max", "mean", "count", "sum"])
-    stats = stats[(stats["count"] >= 2) & (stats["sum"] > 0)]
-    if stats.empty:
-        return 1.0, 1.0
-    ratios = (stats["max"] / stats["mean"]).to_numpy(dtype=float)
-    return float(ratios.max()), float(ratios.mean())
+    values = np.array(ratios, dtype=float)
+    return float(values.max()), float(values.mean())
 
 
-def summarize(
-    flows: pd.DataFrame, links: pd.DataFrame, groups: pd.DataFrame, run_info: dict[str, Any]
-) -> dict[str, Any]:
-    imbalance_max, imbalance_mean = uplink_imbalance(links)
+def collect(run: FluidRun, out: FluidOutcome, scenario: dict[str, Any], run_info: dict[str, Any]) -> Result:
+    flows = flow_columns(run, out)
+    rows = {
+        c: v if isinstance(v, list) else v.tolist() for c, v in flows.items() if c in SUMMARY_FLOW_COLUMNS
+    }
+    groups = group_rows(rows, run.groups)
+    imbalance_max, imbalance_mean = uplink_imbalance(run.fabric, link_roles(run.fabric), out.tx_bytes)
     summary: dict[str, Any] = {
         **run_info,
-        **flow_statistics(flows.to_dict("list"), int(run_info["sim_time_ps"])),
+        **flow_statistics(rows, int(run_info["sim_time_ps"])),
         "uplink_imbalance_max": imbalance_max,
         "uplink_imbalance_mean": imbalance_mean,
     }
     for key in UNKNOWN_SUMMARY_KEYS:
         summary[key] = None
-    summary.update(bucket_and_group_statistics(flows.to_dict("list"), groups.to_dict("records")))
-    return summary
+    summary.update(bucket_and_group_statistics(rows, groups))
 
+    def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+        import pandas as pd
 
-def collect(run: FluidRun, out: FluidOutcome, scenario: dict[str, Any], run_info: dict[str, Any]) -> Result:
-    flows = flow_table(run, out)
-    links = link_table(run, out)
-    groups = group_table(flows, run.groups)
-    summary = summarize(flows, links, groups, run_info)
-    return Result(scenario=scenario, summary=summary, flows=flows, links=links, groups=groups)
+        return pd.DataFrame(flows), pd.DataFrame(link_columns(run.fabric, out)), group_frame(groups)
+
+    return Result(scenario=scenario, summary=summary, tables=tables)

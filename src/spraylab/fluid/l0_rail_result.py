@@ -14,12 +14,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from spraylab.fluid.collect import UNKNOWN_FLOW_COLUMNS, UNKNOWN_SUMMARY_KEYS, link_table
+from spraylab.fluid.collect import (
+    UNKNOWN_FLOW_COLUMNS,
+    UNKNOWN_SUMMARY_KEYS,
+    link_columns,
+    link_roles,
+    uplink_imbalance,
+)
 from spraylab.fluid.engine import FluidOutcome
 from spraylab.fluid.routing import FluidFabric, route_model
 from spraylab.metrics.collect import FLOW_COLUMNS, GROUP_COLUMNS, _mean_skipna
 from spraylab.metrics.result import SIZE_BUCKETS, Result, percentile
-from spraylab.topology.fabric import HOST_TIER
 from spraylab.workload.base import GroupInfo
 from spraylab.workload.collectives import algbw_bps, busbw_bps
 
@@ -29,13 +34,6 @@ if TYPE_CHECKING:
     from spraylab.fluid.l0_rail import _Rows
 
 COLLECTIVE_KINDS = ("allreduce", "allgather", "reducescatter", "alltoall")
-
-
-class _Fabric:
-    """What :func:`spraylab.fluid.collect.link_table` reads of a run."""
-
-    def __init__(self, ff: FluidFabric) -> None:
-        self.fabric = ff
 
 
 def rail_result(
@@ -71,7 +69,7 @@ def rail_result(
     )  # fmt: skip
     group_rows = _group_rows(group, start, fct, group_names, groups)
     role = link_roles(ff)
-    imbalance_max, imbalance_mean = uplink_imbalance_arrays(ff, role, tx)
+    imbalance_max, imbalance_mean = uplink_imbalance(ff, role, tx)
     names = list(ff.fabric.switch_tier) + list(ff.fabric.hosts)
     lid = busiest[1]
     run_info: dict[str, Any] = {
@@ -135,39 +133,10 @@ def rail_result(
         for column in UNKNOWN_FLOW_COLUMNS:
             data[column] = np.full(n, np.nan)
         flows = pd.DataFrame({c: data[c] for c in FLOW_COLUMNS})
-        links = link_table(_Fabric(ff), out)  # type: ignore[arg-type]
+        links = pd.DataFrame(link_columns(ff, out))
         return flows, links, pd.DataFrame(group_rows, columns=GROUP_COLUMNS)
 
     return Result(scenario=scenario.to_dict(), summary=summary, tables=tables)
-
-
-def link_roles(ff: FluidFabric) -> np.ndarray:
-    """Each directed link's role, as :func:`spraylab.fluid.collect.link_table` names it."""
-    fabric = ff.fabric
-    ns = ff.n_switches
-    tiers = np.array([*fabric.switch_tier.values(), *([HOST_TIER] * fabric.n_hosts)], dtype=np.int64)
-    a, b = ff.link_src, ff.link_dst
-    return np.where(
-        a >= ns,
-        "host_up",
-        np.where(b >= ns, "host_down", np.where(tiers[b] > tiers[a], "uplink", "downlink")),
-    )
-
-
-def uplink_imbalance_arrays(ff: FluidFabric, role: np.ndarray, tx: np.ndarray) -> tuple[float, float]:
-    """:func:`spraylab.fluid.collect.uplink_imbalance` without the link table: per switch with
-    two or more uplinks that sent anything, the busiest uplink's bytes over their mean."""
-    up = np.flatnonzero(role == "uplink")
-    names = list(ff.fabric.switch_tier)
-    sent = np.round(tx[up]).astype(np.int64)
-    by_switch: dict[str, list[int]] = {}
-    for lid, nbytes in zip(ff.link_src[up].tolist(), sent.tolist()):
-        by_switch.setdefault(names[lid], []).append(nbytes)
-    ratios = [max(v) / (sum(v) / len(v)) for _, v in sorted(by_switch.items()) if len(v) >= 2 and sum(v) > 0]
-    if not ratios:
-        return 1.0, 1.0
-    values = np.array(ratios, dtype=float)
-    return float(values.max()), float(values.mean())
 
 
 def flow_statistics(

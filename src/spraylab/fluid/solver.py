@@ -12,8 +12,10 @@ a link's fill level can only raise that link's level (what the frozen flows take
 they would at its level), so the lowest link is exact, and so is every next-lowest link none of
 whose flows crosses an earlier one of the batch. A round takes the ``BATCH`` lowest links in
 order, keeps the prefix in which no flow crosses two of them, freezes every unfrozen flow of
-each at that link's level, and updates the links those flows cross. A round costs
-O(links + entries of the flows it freezes) in a few vectorised steps; 65,536 ECMP flows on a
+each at that link's level, and updates the links those flows cross. The lowest links come
+from a pool of the ``POOL`` lowest (drawn by a partition of all links when it runs dry: levels
+only rise, so no link outside the pool can overtake it), so a round costs a sort of the pool
+plus the entries of the flows it freezes, in a few vectorised steps; 65,536 ECMP flows on a
 1024-host fat-tree reach about 3,000 distinct bottleneck levels, solved in about 330 rounds
 (``spraylab.metrics.maxmin``, kept as the test oracle, is the one-link-at-a-time reference).
 
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 BATCH = 16  # candidate links examined per round (measured: 8-32 best on 65k ECMP flows)
+POOL = 256  # links the candidates are drawn from (see solve)
 # "auto" takes the numba kernel from this many messages on: below it a run re-solves too few
 # times to repay numba's import and cache load (0.3-0.8 s; docs/fluid.md, "Rates").
 JIT_MIN_FLOWS = 2000
@@ -127,13 +130,18 @@ def problem_from_lists(
 
 def _gather(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Indices of the CSR entries of ``rows`` (concatenated row ranges, no Python loop)."""
+    return _gather_counted(ptr, rows)[0]
+
+
+def _gather_counted(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_gather`, and the number of entries of each row."""
     starts = ptr[rows]
     counts = ptr[rows + 1] - starts
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    offsets = np.repeat(np.cumsum(counts) - counts, counts)
-    return np.repeat(starts, counts) + (np.arange(total, dtype=np.int64) - offsets)
+    if not len(rows):
+        return np.zeros(0, dtype=np.int64), counts
+    ends = np.cumsum(counts)
+    # entry j of row i is starts[i] + j, at position ends[i] - counts[i] + j of the output
+    return np.repeat(starts - (ends - counts), counts) + np.arange(int(ends[-1]), dtype=np.int64), counts
 
 
 def solve(problem: Problem, capacity: np.ndarray, active: np.ndarray | None = None) -> np.ndarray:
@@ -155,57 +163,92 @@ def solve(problem: Problem, capacity: np.ndarray, active: np.ndarray | None = No
     load = np.zeros(p.n_links)  # bytes per second of frozen flows
     cap = np.asarray(capacity, dtype=float)
     # fill[l]: the level at which link l saturates (inf once no unfrozen flow crosses it).
-    # Only the links a round touches are recomputed, so a round costs one O(links) minimum
-    # plus work proportional to the flows it freezes; most rounds freeze one link's flows,
-    # which are one slice of the link -> flows table.
+    # Only the links a round touches are recomputed, so a round costs a sort of the candidate
+    # pool plus work proportional to the flows it freezes.
     fill = np.full(p.n_links, np.inf)
     open_links = users > 0
     fill[open_links] = cap[open_links] / slope[open_links]
     link_flows = p.entry_flow[p.link_entries]
     link_ptr, ptr, links_of, coef, weight = p.link_ptr, p.ptr, p.link, p.coef, p.weight
-    counts = np.diff(ptr)
     n_links = p.n_links
     cand_pos = np.full(n_links, n_links)  # position of a link among this round's candidates
+    # The candidates come from a pool of the POOL lowest links: every link outside it has a
+    # fill level of at least ``tau`` (levels only rise, and a touched link that falls below
+    # ``tau`` joins the pool), so the pool's links at or below ``tau`` are the lowest of all.
+    # A round then sorts the pool, not every link; the pool is drawn again when it runs dry.
+    in_pool = np.zeros(n_links, dtype=bool)
+    pool, tau = _draw_pool(fill, in_pool)
     left = int(unfrozen.sum())
-    while left:
-        # Candidates: the links saturating first, in order. Freezing flows only raises other
-        # links' fill levels, so a prefix of them can be frozen in one round as long as no
-        # candidate's flows touch a link an earlier candidate's flows touch (module doc).
-        k = min(BATCH, n_links)
-        cand = np.argpartition(fill, k - 1)[:k] if k < n_links else np.arange(n_links)
-        cand = cand[np.argsort(fill[cand], kind="stable")]
-        cand = cand[np.isfinite(fill[cand])]
-        pos = _gather(link_ptr, cand)
-        owner = np.repeat(np.arange(len(cand)), link_ptr[cand + 1] - link_ptr[cand])
-        flows = link_flows[pos]
-        keep = unfrozen[flows]
-        flows, owner = flows[keep], owner[keep]
-        e = _gather(ptr, flows)
-        e_owner = np.repeat(owner, counts[flows])
-        touched = links_of[e]
-        # a flow crossing two candidates: the later one waits (its level may move)
-        cand_pos[cand] = np.arange(len(cand))
-        other = cand_pos[touched]
-        clash = (other < len(cand)) & (other != e_owner)
-        stop = int(np.maximum(other[clash], e_owner[clash]).min()) if clash.any() else len(cand)
-        cand_pos[cand] = n_links
-        in_batch = e_owner < stop
-        e, touched, e_owner = e[in_batch], touched[in_batch], e_owner[in_batch]
-        batch = owner < stop
-        flows = flows[batch]
-        rate[flows] = weight[flows] * fill[cand[owner[batch]]]
-        unfrozen[flows] = False
-        left -= len(flows)
-        np.add.at(load, touched, coef[e] * rate[p.entry_flow[e]])
-        np.add.at(slope, touched, -w_entry[e])
-        np.add.at(users, touched, -1)
-        floor = fill[cand[stop - 1]]
-        with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        while left:
+            # Candidates: the links saturating first, in order. Freezing flows only raises
+            # other links' fill levels, so a prefix of them can be frozen in one round as long
+            # as no candidate's flows touch a link an earlier candidate's flows touch (module doc).
+            levels = fill[pool]
+            live = np.isfinite(levels)  # a closed link never opens again: it leaves the pool
+            if not live.all():
+                pool, levels = pool[live], levels[live]
+            n_ready = int((levels <= tau).sum())
+            if not n_ready:
+                in_pool[pool] = False
+                pool, tau = _draw_pool(fill, in_pool)
+                continue
+            cand = pool[np.argsort(levels, kind="stable")[: min(BATCH, n_ready)]]
+            pos, per_cand = _gather_counted(link_ptr, cand)
+            owner = np.repeat(np.arange(len(cand)), per_cand)
+            flows = link_flows[pos]
+            keep = unfrozen[flows]
+            flows, owner = flows[keep], owner[keep]
+            e, per_flow = _gather_counted(ptr, flows)
+            e_owner = np.repeat(owner, per_flow)
+            touched = links_of[e]
+            # a flow crossing two candidates: the later one waits (its level may move)
+            cand_pos[cand] = np.arange(len(cand))
+            other = cand_pos[touched]
+            clash = (other < len(cand)) & (other != e_owner)
+            stop = int(np.maximum(other[clash], e_owner[clash]).min()) if clash.any() else len(cand)
+            cand_pos[cand] = n_links
+            if stop < len(cand):
+                in_batch = e_owner < stop
+                e, touched = e[in_batch], touched[in_batch]
+                batch = owner < stop
+                flows, owner = flows[batch], owner[batch]
+            rate[flows] = weight[flows] * fill[cand[owner]]
+            unfrozen[flows] = False
+            left -= len(flows)
+            # the touched links' totals, each summed over its entries in entry order
+            hits = np.bincount(touched, minlength=n_links)
+            link_ids = np.flatnonzero(hits)
+            load[link_ids] += np.bincount(
+                touched, weights=coef[e] * rate[p.entry_flow[e]], minlength=n_links
+            )[link_ids]
+            slope[link_ids] -= np.bincount(touched, weights=w_entry[e], minlength=n_links)[link_ids]
+            users[link_ids] -= hits[link_ids]
+            floor = fill[cand[stop - 1]]
             # never below the batch's level: float error must not reorder saturations
-            fill[touched] = np.where(
-                users[touched] > 0, np.maximum((cap[touched] - load[touched]) / slope[touched], floor), np.inf
+            fill[link_ids] = np.where(
+                users[link_ids] > 0,
+                np.maximum((cap[link_ids] - load[link_ids]) / slope[link_ids], floor),
+                np.inf,
             )
+            joining = link_ids[(fill[link_ids] <= tau) & ~in_pool[link_ids]]
+            if len(joining):
+                in_pool[joining] = True
+                pool = np.concatenate([pool, joining])
     return rate
+
+
+def _draw_pool(fill: np.ndarray, in_pool: np.ndarray) -> tuple[np.ndarray, float]:
+    """The POOL open links of lowest fill level, and a level ``tau`` no link outside them is
+    below (marks them in ``in_pool``)."""
+    open_links = np.flatnonzero(np.isfinite(fill))
+    if len(open_links) <= POOL:
+        pool, tau = open_links, np.inf
+    else:
+        part = np.argpartition(fill[open_links], POOL)
+        pool, tau = open_links[part[:POOL]], float(fill[open_links[part[POOL]]])
+    in_pool[pool] = True
+    return pool, tau
 
 
 def certify(
