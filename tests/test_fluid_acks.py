@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from conftest import FLUID_KERNELS
 
-from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
+from spraylab.fluid.acks import ACK_RTOL, ack_bytes_per_byte, packets_per_ack, solve_with_acks
 from spraylab.fluid.solver import certify, problem_from_lists, solver_named
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 
@@ -39,8 +39,10 @@ def test_the_reservation_is_the_fixed_point_of_the_acks_it_implies(kernel: str) 
     caps = np.array([10.0, 10.0])
     for start in (np.zeros(2), np.full(2, 5.0)):
         rates, _, load = solve_with_acks(solver_named(kernel), data, acks, caps, start)
-        np.testing.assert_allclose(rates, 10.0 / (1 + a), rtol=1e-9)
-        np.testing.assert_allclose(load, a * rates[::-1], rtol=1e-9)
+        # converged: the last step moved the ACK load by at most ACK_RTOL x capacity, and the
+        # step contracts by a, so the rates are that close to the fixed point
+        np.testing.assert_allclose(rates, 10.0 / (1 + a), rtol=0, atol=ACK_RTOL * 10.0)
+        np.testing.assert_allclose(load, a * rates[::-1], rtol=0, atol=ACK_RTOL * 10.0)
 
 
 def test_coalescing_thresholds_set_the_ack_count() -> None:
