@@ -249,6 +249,21 @@ def _busy_fraction(point: Any, arg: str | None) -> float | None:
     return wire * 8e12 / sc.topology.host_rate / completion
 
 
+@metric("uncounted_drops", "count")
+def _uncounted_drops(point: Any, arg: str | None) -> float | None:
+    """Packets lost without a counted cause: injected - consumed - dropped - in flight (the
+    run's conservation counts), plus any difference between the drops the summary counts and
+    those the links table holds by cause. 0 when every drop is counted."""
+    summary = point.summary()
+    c = summary.get("conservation")
+    if not c:
+        return None
+    vanished = c["injected"] - c["consumed"] - c["dropped"] - c.get("in_flight", 0)
+    links = point.result().links
+    by_cause = int(links[[f"drops_{name}" for name in DROP_CAUSES]].sum().sum())
+    return float(abs(vanished) + abs(by_cause - c["dropped"]) + abs(by_cause - (summary.get("drops_total") or 0)))
+
+
 @metric("jain", "float")
 def _jain(point: Any, arg: str | None) -> float | None:
     """Jain's index over the flows' throughputs (size / FCT)."""
