@@ -153,4 +153,7 @@ def test_auto_takes_numba_only_when_installed_and_worth_its_import(monkeypatch: 
     monkeypatch.setattr(solver_module, "find_spec", lambda name: object())
     assert pick_solver("auto", solver_module.JIT_MIN_FLOWS - 1) == "numpy"
     assert pick_solver("auto", solver_module.JIT_MIN_FLOWS) == "numba"
+    # with ACKs a run re-solves at nearly every completion: numba pays from fewer messages
+    assert pick_solver("auto", solver_module.JIT_MIN_FLOWS_WITH_ACKS - 1, acks=True) == "numpy"
+    assert pick_solver("auto", solver_module.JIT_MIN_FLOWS_WITH_ACKS, acks=True) == "numba"
     assert pick_solver("numpy", 10**6) == "numpy"

@@ -161,7 +161,7 @@ def prepare(scenario: Any) -> FluidRun:
             for f in flows
         ]
     try:
-        solver = pick_solver(scenario.run.fluid_solver, len(flows))
+        solver = pick_solver(scenario.run.fluid_solver, len(flows), scenario.run.fluid_acks)
     except ValueError as exc:
         raise ScenarioError([str(exc)]) from None
     return FluidRun(

@@ -48,8 +48,12 @@ __all__ = [
 BATCH = 16  # candidate links examined per round (measured: 8-32 best on 65k ECMP flows)
 POOL = 256  # links the candidates are drawn from (see solve)
 # "auto" takes the numba kernel from this many messages on: below it a run re-solves too few
-# times to repay numba's import and cache load (0.3-0.8 s; docs/fluid.md, "Rates").
+# times to repay numba's import and cache load (0.3-0.8 s; docs/fluid.md, "Rates"). With the
+# ACK reservation a run re-solves at nearly every completion, three solves each, and numba pays
+# from fewer messages (measured on k = 8-16 fat-tree permutations, ECMP and spray_rr: numpy
+# faster at 128 and 250 hosts, even at 432, numba 2.3-2.9x faster at 1024).
 JIT_MIN_FLOWS = 2000
+JIT_MIN_FLOWS_WITH_ACKS = 512
 
 
 class CertificateError(AssertionError):
@@ -293,16 +297,21 @@ def certify(
         raise CertificateError(f"flow {f} (rate {rate[f]:.6g}) has no bottleneck link")
 
 
-def pick_solver(requested: str, n_flows: int) -> str:
-    """The kernel ``run.fluid_solver = requested`` means for a run of ``n_flows`` messages:
-    "numpy" or "numba" (ValueError naming the extra when numba is asked for and missing)."""
+def pick_solver(requested: str, n_flows: int, acks: bool = False) -> str:
+    """The kernel ``run.fluid_solver = requested`` means for a run of ``n_flows`` messages
+    (``acks``: with the ACK reservation): "numpy" or "numba" (ValueError naming the extra when
+    numba is asked for and missing)."""
     have_numba = find_spec("numba") is not None
     if requested == "numba" and not have_numba:
         raise ValueError(
             "run.fluid_solver = 'numba': numba is not installed; pip install 'spraylab[fast]', or use auto or numpy"
         )
     if requested == "auto":
-        return "numba" if have_numba and n_flows >= JIT_MIN_FLOWS else "numpy"
+        return (
+            "numba"
+            if have_numba and n_flows >= (JIT_MIN_FLOWS_WITH_ACKS if acks else JIT_MIN_FLOWS)
+            else "numpy"
+        )
     return requested
 
 

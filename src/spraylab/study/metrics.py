@@ -261,7 +261,9 @@ def _uncounted_drops(point: Any, arg: str | None) -> float | None:
     vanished = c["injected"] - c["consumed"] - c["dropped"] - c.get("in_flight", 0)
     links = point.result().links
     by_cause = int(links[[f"drops_{name}" for name in DROP_CAUSES]].sum().sum())
-    return float(abs(vanished) + abs(by_cause - c["dropped"]) + abs(by_cause - (summary.get("drops_total") or 0)))
+    return float(
+        abs(vanished) + abs(by_cause - c["dropped"]) + abs(by_cause - (summary.get("drops_total") or 0))
+    )
 
 
 @metric("jain", "float")
