@@ -28,8 +28,8 @@ from spraylab.fluid.solver import Problem
 __all__ = ["solve_jit"]
 
 # The heap picks the next link when flows cross at most this many links on average (measured
-# on 1024-host permutations: ECMP flows cross 4-6, the heap is 2.6x faster than the scan; flows
-# sprayed over 64 paths cross ~34, the scan is 4.7x faster than the heap).
+# on 1024-host permutations: ECMP flows cross 4-6, the heap is 2.3x faster than the scan; flows
+# sprayed over 64 entropies cross ~44, the scan is 3.8x faster than the heap).
 HEAP_MAX_LINKS_PER_FLOW = 12
 
 
