@@ -94,11 +94,16 @@ def flow_columns(run: FluidRun, out: FluidOutcome) -> dict[str, Any]:
     return {c: data[c] for c in FLOW_COLUMNS}
 
 
+def _node_tiers(ff: FluidFabric) -> np.ndarray:
+    """The tier of every node, switches then hosts (the fabric's node order)."""
+    fabric = ff.fabric
+    return np.array([*fabric.switch_tier.values(), *([HOST_TIER] * fabric.n_hosts)], dtype=np.int64)
+
+
 def link_roles(ff: FluidFabric) -> np.ndarray:
     """Each directed link's role: host_up, host_down, uplink (to a higher tier) or downlink."""
-    fabric = ff.fabric
     ns = ff.n_switches
-    tiers = np.array([*fabric.switch_tier.values(), *([HOST_TIER] * fabric.n_hosts)], dtype=np.int64)
+    tiers = _node_tiers(ff)
     a, b = ff.link_src, ff.link_dst
     return np.where(
         a >= ns,
@@ -111,7 +116,6 @@ def link_columns(ff: FluidFabric, out: FluidOutcome) -> dict[str, Any]:
     """The link table's columns (arrays; the packet engine's names and meanings)."""
     fabric = ff.fabric
     names = np.array(list(fabric.switch_tier) + list(fabric.hosts), dtype=object)
-    tiers = np.array([*fabric.switch_tier.values(), *([HOST_TIER] * fabric.n_hosts)], dtype=np.int64)
     a, b = ff.link_src, ff.link_dst
     rate = out.rate_bps.astype(np.int64)
     capacity_bytes = rate.astype(float) * max(1, out.end_ps) / 8e12
@@ -121,7 +125,7 @@ def link_columns(ff: FluidFabric, out: FluidOutcome) -> dict[str, Any]:
         "from": names[a],
         "to": names[b],
         "role": link_roles(ff).astype(object),
-        "tier": tiers[a],
+        "tier": _node_tiers(ff)[a],
         "rate_bps": rate,
         "up": out.up.astype(bool),
         "tx_bytes": np.round(tx).astype(np.int64),

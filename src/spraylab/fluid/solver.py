@@ -100,8 +100,7 @@ class Problem:
         """The problem of flows ``rows`` alone (same links), in their order. A solve over it
         costs what those flows cost, not what the whole table does: the fluid engine solves the
         few hundred flows active at a time out of tens of thousands."""
-        entries = _gather(self.ptr, rows)
-        counts = self.ptr[rows + 1] - self.ptr[rows]
+        entries, counts = _gather_counted(self.ptr, rows)
         ptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
         return Problem(ptr, self.link[entries], self.coef[entries], self.weight[rows], self.n_links)
@@ -132,13 +131,9 @@ def problem_from_lists(
     return problem_from_rows([dict(zip(links, c)) for links, c in zip(flow_links, coefs)], n_links, weights)
 
 
-def _gather(ptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Indices of the CSR entries of ``rows`` (concatenated row ranges, no Python loop)."""
-    return _gather_counted(ptr, rows)[0]
-
-
 def _gather_counted(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_gather`, and the number of entries of each row."""
+    """Indices of the CSR entries of ``rows`` (concatenated row ranges, no Python loop), and
+    the number of entries of each row."""
     starts = ptr[rows]
     counts = ptr[rows + 1] - starts
     if not len(rows):

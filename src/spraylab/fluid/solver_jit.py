@@ -48,6 +48,7 @@ def _fill(  # pragma: no cover - compiled; covered through solve_jit
     link_ptr = np.zeros(n_links + 1, dtype=np.int64)
     for e in range(len(link)):
         link_ptr[link[e] + 1] += 1
+    users = link_ptr[1:].copy()  # unfrozen flows per link (a flow crosses a link once)
     for lk in range(n_links):
         link_ptr[lk + 1] += link_ptr[lk]
     link_flows = np.empty(len(link), dtype=np.int64)
@@ -59,7 +60,6 @@ def _fill(  # pragma: no cover - compiled; covered through solve_jit
     rate = np.zeros(n)
     frozen = np.zeros(n, dtype=np.bool_)
     slope = np.zeros(n_links)
-    users = np.zeros(n_links, dtype=np.int64)
     load = np.zeros(n_links)
     for f in range(n):
         if ptr[f + 1] == ptr[f]:
@@ -68,7 +68,6 @@ def _fill(  # pragma: no cover - compiled; covered through solve_jit
             continue
         for e in range(ptr[f], ptr[f + 1]):
             slope[link[e]] += coef[e] * weight[f]
-            users[link[e]] += 1
     fill = np.full(n_links, np.inf)
     for lk in range(n_links):
         if users[lk] > 0:
