@@ -36,8 +36,9 @@ import numpy as np
 
 from spraylab.engine.simulator import Simulator
 from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
-from spraylab.fluid.routing import FluidFabric, random_words, route_model
+from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_words, route_model
 from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_rows, solver_named
+from spraylab.fluid.warm import WarmSolver
 from spraylab.net.framing import data_wire_bytes
 from spraylab.workload.build import GroupInfo, build_flows
 from spraylab.workload.flows import FlowSpec
@@ -107,6 +108,7 @@ class FluidRun:
     quantum_ps: int = 0
     certify: bool = True
     solver: str = "numpy"  # the max-min kernel (spraylab.fluid.solver.pick_solver)
+    warm: bool = True  # re-solve only the flows a change can move (fluid/warm.py)
     # per flow: ACK wire bytes per data wire byte (fluid/acks.py); empty: ACKs not modelled
     ack_ratio: list[float] = field(default_factory=list)
     spray_entropies: list[list[int]] = field(default_factory=list)  # spray_rr: per flow
@@ -188,45 +190,53 @@ class _Routes:
         self.n_real = ff.n_links
         self._pools: dict[tuple[int, ...], int] = {}
         self._cache: dict[tuple[int, int], dict[int, float]] = {}
-        rows = [self._row(run, i, spec.src, spec.dst) for i, spec in enumerate(run.flows)]
+        src = np.array([spec.src for spec in run.flows], dtype=np.int64)
+        dst = np.array([spec.dst for spec in run.flows], dtype=np.int64)
         # ACKs go back from the receiver with the data packet's hash (the receiver echoes it),
         # so they take the same route model in the other direction
-        ack_rows = (
-            [
-                {lid: c * ratio for lid, c in self._row(run, i, spec.dst, spec.src).items()}
-                for i, (spec, ratio) in enumerate(zip(run.flows, run.ack_ratio))
-            ]
-            if run.ack_ratio
-            else [{} for _ in rows]
-        )
-        self.pools = list(self._pools)
-        n_links = self.n_real + len(self.pools)
-        self.problem = problem_from_rows(rows, n_links)
-        self.acks = problem_from_rows(ack_rows, n_links)  # per flow: ACK bytes per byte of its rate, per link
+        ack_ratio = np.asarray(run.ack_ratio, dtype=float)
+        if run.model in ("hash", "entropies"):
+            self.pools = []
+            self.problem = _hash_problem(run, src, dst, ff.n_links)
+            data = self.problem
+            acks = _hash_problem(run, dst, src, ff.n_links) if run.ack_ratio else None
+        else:
+            rows = [self._row(run, i, spec.src, spec.dst) for i, spec in enumerate(run.flows)]
+            ack_rows = (
+                [self._row(run, i, spec.dst, spec.src) for i, spec in enumerate(run.flows)]
+                if run.ack_ratio
+                else []
+            )
+            self.pools = list(self._pools)
+            n_links = self.n_real + len(self.pools)
+            data = self.problem = problem_from_rows(rows, n_links)
+            acks = problem_from_rows(ack_rows, n_links) if run.ack_ratio else None
+        # per flow: ACK bytes per byte of its rate, per link
+        if acks is None:
+            self.acks = Problem(
+                np.zeros(len(src) + 1, dtype=np.int64),
+                data.link[:0],
+                data.coef[:0],
+                np.ones(len(src)),
+                data.n_links,
+            )
+        else:
+            self.acks = Problem(
+                acks.ptr, acks.link, acks.coef * ack_ratio[acks.entry_flow], acks.weight, data.n_links
+            )
         self.reachable = np.diff(self.problem.ptr) > 0
         self.capacity(capacity_bps, np.ones(self.n_real, dtype=bool))
 
     def _row(self, run: FluidRun, i: int, src: int, dst: int) -> dict[int, float]:
         """Flow ``i``'s bytes per byte of its rate on every link, from ``src`` to ``dst``
-        under the run's route model (``src``/``dst`` swapped: its ACKs' route)."""
+        under the run's route model (``src``/``dst`` swapped: its ACKs' route), for the
+        models :func:`_hash_problem` does not build."""
         from spraylab.net.routes import packet_hash
 
         ff = run.fabric
         spec = run.flows[i]
-        if run.model == "hash":
-            return dict.fromkeys(ff.hash_route(src, dst, packet_hash(spec.flow_id, run.entropy[i])), 1.0)
         if run.model == "tor_split":
             return ff.tor_split_route(src, dst, packet_hash(spec.flow_id, run.entropy[i]))
-        if run.model == "entropies":
-            entropies = run.spray_entropies[i]
-            row: dict[int, float] = {}
-            for e in entropies:
-                walk = ff.hash_route(src, dst, packet_hash(spec.flow_id, e))
-                if not walk:
-                    return {}
-                for lid in dict.fromkeys(walk):
-                    row[lid] = row.get(lid, 0.0) + 1.0 / len(entropies)
-            return row
         key = (src, dst)
         got = self._cache.get(key)
         if got is None:
@@ -254,6 +264,43 @@ class _Routes:
         lost = np.bincount(p.entry_flow, weights=np.where(dead[p.link], p.coef, 0.0), minlength=p.n_flows)
         self.goodput = np.clip(1.0 - lost, 0.0, 1.0)
         return self.cap
+
+
+def _hash_problem(run: FluidRun, src: np.ndarray, dst: np.ndarray, n_links: int) -> Problem:
+    """The flows' rows under the ``hash`` model (one ECMP walk of each flow's header hash) or
+    the ``entropies`` model (an equal share on the ECMP walk of each of its entropies; a link
+    several walks cross adds their shares), from ``src`` to ``dst``, all walks traced at once.
+    Entries keep the order of first use along the walks; a flow with an unreachable walk has
+    no entries (it cannot be delivered)."""
+    flow_ids = np.array([spec.flow_id for spec in run.flows], dtype=np.int64)
+    n = len(flow_ids)
+    if run.model == "hash":
+        per_flow = np.ones(n, dtype=np.int64)
+        entropy = np.asarray(run.entropy, dtype=np.int64)
+    else:
+        per_flow = np.array([len(e) for e in run.spray_entropies], dtype=np.int64)
+        entropy = np.fromiter(
+            (e for row in run.spray_entropies for e in row), dtype=np.int64, count=int(per_flow.sum())
+        )
+    walk_flow = np.repeat(np.arange(n), per_flow)
+    links, length = run.fabric.hash_walks(
+        src[walk_flow], dst[walk_flow], packet_hash_array(flow_ids[walk_flow], entropy)
+    )
+    dead = np.zeros(n, dtype=bool)
+    dead[walk_flow[length == 0]] = True
+    used = (links >= 0) & ~dead[walk_flow][:, None]
+    entry_flow = np.broadcast_to(walk_flow[:, None], links.shape)[used]
+    entry_link = links[used]
+    share = (1.0 / per_flow)[entry_flow]
+    # one entry per (flow, link), at its first use, with the walks' shares summed in walk order
+    key = entry_flow * n_links + entry_link
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    coef = np.bincount(inverse, weights=share)
+    order = np.argsort(first, kind="stable")
+    kept_flow = entry_flow[first[order]]
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(kept_flow, minlength=n), out=ptr[1:])
+    return Problem(ptr, entry_link[first[order]], coef[order], np.ones(n), n_links)
 
 
 def _latency_ps(ff: FluidFabric, spec: FlowSpec, mtu: int) -> tuple[int, int, int]:
@@ -354,7 +401,13 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     wall0 = time.perf_counter()
     stop = "done"
     p = routes.problem
-    solve = solver_named(run.solver)
+    kernel = solver_named(run.solver)
+    warm = WarmSolver(kernel)
+    # Warm re-solves pay where a solve costs the numpy rounds' call overhead: a 1024-host
+    # spray_rr permutation 1.5-1.8 -> 0.6 s, ECMP with ACKs 4.8 -> 2.9 s. The compiled kernel
+    # solves a few hundred flows faster than the warm start's bookkeeping (MoE dispatches 1.6x
+    # slower with it), so it solves every time.
+    use_warm = run.warm and run.solver == "numpy"
     rows = np.zeros(0, dtype=np.int64)  # the flows of the last solve
     sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
     ack_load = np.zeros(p.n_links)  # the last solve's ACK bytes per ps on every link
@@ -369,6 +422,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
             rates = memo.get(key)
             if rates is None:
+                solve = warm.solver_for(rows) if use_warm else kernel
                 if run.ack_ratio:
                     rates, data_cap, ack_load = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_load)
                 else:
@@ -455,6 +509,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
                 # until the next solve, the last solve's flows as traced again
                 sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
                 ack_load = np.zeros(p.n_links)
+                warm.reset()
             routes.capacity(rate_bps, up)
             cap_version += 1
             dirty = True

@@ -85,6 +85,13 @@ def random_words(rng: random.Random, count: int, bits: int) -> np.ndarray:
     return (words >> np.uint32(32 - bits)).astype(np.int64)
 
 
+def _rows(columns: list[np.ndarray], length: np.ndarray) -> np.ndarray:
+    """Hop columns as one row per walk, -1 past each walk's end (and all -1 if unreachable)."""
+    links = np.stack(columns, axis=1)
+    links[np.arange(links.shape[1]) >= length[:, None]] = -1
+    return links
+
+
 def route_model(scheme: str) -> str:
     """The route model of ``scheme``; raises ``ValueError`` for schemes the fluid engine does
     not model (their choice depends on state the fluid engine does not keep)."""
@@ -200,24 +207,14 @@ class FluidFabric:
                 if self.is_host(peer):
                     self.direct[(sw, peer - ns)] = lid
         self._split_memo: dict[tuple[int, int], dict[int, float]] = {}
+        self._direct_arrays: tuple[np.ndarray, np.ndarray] | None = None
 
     def candidates(self, switch: int, dst: int) -> list[int]:
         """``switch.table[dst]``: the egress links of ``switch`` towards host ``dst``."""
         lid = self.direct.get((switch, dst))
         if lid is not None:
             return [lid]
-        tor = self.tor_of_host[dst]
-        if switch == tor:
-            return []
-        key = (switch, tor)
-        group = self.groups.get(key)
-        if group is None:
-            dist = self._distances(tor)
-            want = dist[switch] - 1 if dist[switch] >= 0 else -2  # unreachable: no candidate
-            group = self.groups[key] = [
-                lid for lid, peer in self._switch_egress[switch] if dist[peer] == want
-            ]
-        return group
+        return self._group(switch, self.tor_of_host[dst])
 
     def _distances(self, tor: int) -> list[int]:
         """Hop distances from every switch to ``tor`` over switch links (hosts never transit);
@@ -273,6 +270,105 @@ class FluidFabric:
         """Links of the walk ``trace_route`` takes with header hash ``pkt_hash`` (None: the
         first candidate everywhere, the representative route). Empty if unreachable."""
         return self._walk([self.first_link(src, dst)], src, dst, pkt_hash)
+
+    def hash_walks(
+        self, src: np.ndarray, dst: np.ndarray, pkt_hash: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`hash_route` of many walks at once, one hop of all of them per step:
+        ``links[w, :length[w]]`` is walk ``w``'s route (``length`` 0: unreachable; the rest of
+        the row is -1). ``pkt_hash``: uint64 header hashes, None for the representative route."""
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n = len(src)
+        ns = self.n_switches
+        n_hosts = self.fabric.n_hosts
+        lid = np.array([self.first_link(s, d) for s, d in zip(src.tolist(), dst.tolist())], dtype=np.int64)
+        columns = [lid.copy()]  # hop by hop: the rows are as long as the longest walk
+        length = np.ones(n, dtype=np.int64)
+        direct_key, direct_lid = self._direct_table()
+        salts = self._salt_array()
+        tor = np.asarray(self.tor_of_host, dtype=np.int64)
+        walking = np.arange(n)
+        for _ in range(MAX_HOPS):
+            node = self.link_dst[lid[walking]]
+            at_host = node >= ns
+            if at_host.any():
+                arrived = walking[at_host]
+                wrong = node[at_host] - ns != dst[arrived]
+                if wrong.any():
+                    w = int(arrived[np.flatnonzero(wrong)[0]])
+                    raise ValueError(
+                        f"route {src[w]}->{dst[w]} reached host {int(self.link_dst[lid[w]]) - ns}"
+                    )
+                walking, node = walking[~at_host], node[~at_host]
+            if not len(walking):
+                return _rows(columns, length), length
+            d = dst[walking]
+            # a switch's link to an attached host, else its candidates towards the host's ToR
+            key = node * n_hosts + d
+            at = np.minimum(np.searchsorted(direct_key, key), max(len(direct_key) - 1, 0))
+            is_direct = direct_key[at] == key if len(direct_key) else np.zeros(len(key), dtype=bool)
+            group_key = np.where(is_direct, -1, node * ns + tor[d])
+            uniq, inverse = np.unique(group_key, return_inverse=True)
+            groups = [self._group(int(k) // ns, int(k) % ns) if k >= 0 else [] for k in uniq.tolist()]
+            fanout = np.array([len(g) for g in groups], dtype=np.int64)
+            table = np.zeros((len(groups), max(int(fanout.max()), 1)), dtype=np.int64)
+            for row, g in enumerate(groups):
+                table[row, : len(g)] = g
+            n_cand = np.where(is_direct, 1, fanout[inverse])
+            if pkt_hash is None:
+                pick = np.zeros(len(walking), dtype=np.int64)
+            else:
+                h = hop_hash_array(pkt_hash[walking], salts[node])
+                pick = (h % np.maximum(n_cand, 1).astype(np.uint64)).astype(np.int64)
+                pick[n_cand == 1] = 0
+            nxt = np.where(is_direct, direct_lid[at], table[inverse, np.minimum(pick, table.shape[1] - 1)])
+            dead = n_cand == 0
+            if dead.any():
+                length[walking[dead]] = 0
+                walking, nxt = walking[~dead], nxt[~dead]
+            lid[walking] = nxt
+            column = np.full(n, -1, dtype=np.int64)
+            column[walking] = nxt
+            columns.append(column)
+            length[walking] += 1
+        if len(walking):
+            w = int(walking[0])
+            raise ValueError(
+                f"route {src[w]}->{dst[w]}: no destination within {MAX_HOPS} hops (routing loop?)"
+            )
+        return _rows(columns, length), length
+
+    def _group(self, switch: int, tor: int) -> list[int]:
+        """``candidates(switch, host)`` for a host of ``tor`` not attached to ``switch``."""
+        if switch == tor:
+            return []
+        key = (switch, tor)
+        group = self.groups.get(key)
+        if group is None:
+            dist = self._distances(tor)
+            want = dist[switch] - 1 if dist[switch] >= 0 else -2  # unreachable: no candidate
+            group = self.groups[key] = [
+                lid for lid, peer in self._switch_egress[switch] if dist[peer] == want
+            ]
+        return group
+
+    def _direct_table(self) -> tuple[np.ndarray, np.ndarray]:
+        """``direct`` as sorted keys ``switch * n_hosts + host`` and their links."""
+        if self._direct_arrays is None:
+            n_hosts = self.fabric.n_hosts
+            items = sorted((sw * n_hosts + h, lid) for (sw, h), lid in self.direct.items())
+            self._direct_arrays = (
+                np.array([k for k, _ in items], dtype=np.int64),
+                np.array([lid for _, lid in items], dtype=np.int64),
+            )
+        return self._direct_arrays
+
+    def _salt_array(self) -> np.ndarray:
+        """Every node's switch salt as uint64 (hosts: 0, never used)."""
+        out = np.zeros(len(self.node_index), dtype=np.uint64)
+        out[: len(self.salts)] = np.array(self.salts, dtype=np.uint64)
+        return out
 
     def tor_split_route(self, src: int, dst: int, pkt_hash: int) -> dict[int, float]:
         """Equal shares over the first switch's candidates, one hash walk below each (the
