@@ -195,11 +195,10 @@ class _Routes:
         # ACKs go back from the receiver with the data packet's hash (the receiver echoes it),
         # so they take the same route model in the other direction
         ack_ratio = np.asarray(run.ack_ratio, dtype=float)
-        if run.model in ("hash", "entropies"):
+        if run.model in ("hash", "entropies", "split"):
             self.pools = []
-            self.problem = _hash_problem(run, src, dst, ff.n_links)
-            data = self.problem
-            acks = _hash_problem(run, dst, src, ff.n_links) if run.ack_ratio else None
+            data = self.problem = _traced_problem(run, src, dst, ff.n_links)
+            acks = _traced_problem(run, dst, src, ff.n_links) if run.ack_ratio else None
         else:
             rows = [self._row(run, i, spec.src, spec.dst) for i, spec in enumerate(run.flows)]
             ack_rows = (
@@ -230,7 +229,7 @@ class _Routes:
     def _row(self, run: FluidRun, i: int, src: int, dst: int) -> dict[int, float]:
         """Flow ``i``'s bytes per byte of its rate on every link, from ``src`` to ``dst``
         under the run's route model (``src``/``dst`` swapped: its ACKs' route), for the
-        models :func:`_hash_problem` does not build."""
+        models :func:`_traced_problem` does not build."""
         from spraylab.net.routes import packet_hash
 
         ff = run.fabric
@@ -240,15 +239,12 @@ class _Routes:
         key = (src, dst)
         got = self._cache.get(key)
         if got is None:
-            if run.model == "split":
-                got = ff.split_route(src, dst)
-            else:
-                got = {}
-                for stage in ff.stage_sets(src, dst):
-                    if len(stage) == 1:
-                        got[stage[0]] = 1.0
-                    else:
-                        got[self._pools.setdefault(stage, self.n_real + len(self._pools))] = 1.0
+            got = {}
+            for stage in ff.stage_sets(src, dst):
+                if len(stage) == 1:
+                    got[stage[0]] = 1.0
+                else:
+                    got[self._pools.setdefault(stage, self.n_real + len(self._pools))] = 1.0
             self._cache[key] = got
         return got
 
@@ -266,14 +262,17 @@ class _Routes:
         return self.cap
 
 
-def _hash_problem(run: FluidRun, src: np.ndarray, dst: np.ndarray, n_links: int) -> Problem:
-    """The flows' rows under the ``hash`` model (one ECMP walk of each flow's header hash) or
-    the ``entropies`` model (an equal share on the ECMP walk of each of its entropies; a link
-    several walks cross adds their shares), from ``src`` to ``dst``, all walks traced at once.
-    Entries keep the order of first use along the walks; a flow with an unreachable walk has
-    no entries (it cannot be delivered)."""
+def _traced_problem(run: FluidRun, src: np.ndarray, dst: np.ndarray, n_links: int) -> Problem:
+    """The flows' rows from ``src`` to ``dst``, every flow traced at once: under ``split`` the
+    equal split down the equal-cost DAG; under ``hash`` one ECMP walk of each flow's header
+    hash; under ``entropies`` an equal share on the ECMP walk of each of its entropies (a link
+    several walks cross adds their shares). Entries keep the order of first use along the
+    walks; a flow with an unreachable walk has no entries (it cannot be delivered)."""
+    n = len(src)
+    if run.model == "split":
+        entry_flow, entry_link, share = run.fabric.split_shares(src, dst)
+        return _csr(n, n_links, entry_flow, entry_link, share)
     flow_ids = np.array([spec.flow_id for spec in run.flows], dtype=np.int64)
-    n = len(flow_ids)
     if run.model == "hash":
         per_flow = np.ones(n, dtype=np.int64)
         entropy = np.asarray(run.entropy, dtype=np.int64)
@@ -293,34 +292,56 @@ def _hash_problem(run: FluidRun, src: np.ndarray, dst: np.ndarray, n_links: int)
     entry_link = links[used]
     share = (1.0 / per_flow)[entry_flow]
     # one entry per (flow, link), at its first use, with the walks' shares summed in walk order
-    key = entry_flow * n_links + entry_link
-    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    _, first, inverse = np.unique(entry_flow * n_links + entry_link, return_index=True, return_inverse=True)
     coef = np.bincount(inverse, weights=share)
     order = np.argsort(first, kind="stable")
-    kept_flow = entry_flow[first[order]]
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(kept_flow, minlength=n), out=ptr[1:])
-    return Problem(ptr, entry_link[first[order]], coef[order], np.ones(n), n_links)
+    return _csr(n, n_links, entry_flow[first[order]], entry_link[first[order]], coef[order])
 
 
-def _latency_ps(ff: FluidFabric, spec: FlowSpec, mtu: int) -> tuple[int, int, int]:
-    """(base latency, idle-fabric FCT, FCT bound) of a flow, in ps, on the representative
-    route; 0s if unreachable. Latency: propagation plus the first packet's store-and-forward
-    at every hop but the slowest. Idle FCT: ``collect.ideal_fct_ps``'s formula. Bound: the same
-    with only the host links' rates (no scheme beats the NIC and the receiver's port)."""
-    route = ff.hash_route(spec.src, spec.dst, None)
-    if not route:
-        return 0, 0, 0
-    first = data_wire_bytes(min(spec.size_bytes, mtu))
-    volume = wire_bytes(spec.size_bytes, mtu)
-    ppb = [8 * PS_PER_S / float(ff.rate_bps[lid]) for lid in route]
-    hops = sum(float(ff.delay_ps[lid]) + first * p for lid, p in zip(route, ppb))
-    slowest = max(ppb)
+def _csr(n_flows: int, n_links: int, entry_flow: np.ndarray, link: np.ndarray, coef: np.ndarray) -> Problem:
+    """A unit-weight :class:`Problem` from entries already ordered by flow."""
+    ptr = np.zeros(n_flows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(entry_flow, minlength=n_flows), out=ptr[1:])
+    return Problem(ptr, link, coef, np.ones(n_flows), n_links)
+
+
+def flow_times(run: FluidRun) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every flow's wire bytes, and in ps its base latency, idle-fabric FCT and FCT bound on
+    its representative route (0s if unreachable). Latency: propagation plus the first packet's
+    store-and-forward at every hop but the slowest. Idle FCT: ``collect.ideal_fct_ps``'s
+    formula. Bound: the same with only the host links' rates (no scheme beats the NIC and the
+    receiver's port). Summed hop by hop in route order, as the scalar formula would."""
+    ff = run.fabric
+    mtu = run.mtu_bytes
+    size = np.array([f.size_bytes for f in run.flows], dtype=np.int64)
+    sizes, at = np.unique(size, return_inverse=True)
+    volume = np.array([wire_bytes(int(x), mtu) for x in sizes], dtype=float)[at]
+    first = np.array([data_wire_bytes(min(int(x), mtu)) for x in sizes], dtype=float)[at]
+    src = np.array([f.src for f in run.flows], dtype=np.int64)
+    dst = np.array([f.dst for f in run.flows], dtype=np.int64)
+    links, length = ff.hash_walks(src, dst, None)
+    ppb = 8 * PS_PER_S / ff.rate_bps.astype(float)  # ps per byte of every link
+    delay = ff.delay_ps.astype(float)
+    hops = np.zeros(len(size))
+    slowest = np.zeros(len(size))
+    for column in links.T:
+        on = column >= 0
+        lid = column[on]
+        hops[on] = hops[on] + (delay[lid] + first[on] * ppb[lid])
+        slowest[on] = np.maximum(slowest[on], ppb[lid])
+    reached = length > 0
+    last = links[np.arange(len(size)), np.maximum(length - 1, 0)]
+    host_slowest = np.where(reached, np.maximum(ppb[links[:, 0]], ppb[last]), 0.0)
     latency = hops - first * slowest
     ideal = hops + (volume - first) * slowest
-    host_slowest = max(ppb[0], ppb[-1])
     bound = hops - first * (slowest - host_slowest) + (volume - first) * host_slowest
-    return int(latency), int(ideal), int(min(bound, ideal))
+    zero = np.zeros(len(size), dtype=np.int64)
+    return (
+        volume,
+        np.where(reached, latency.astype(np.int64), zero).astype(float),
+        np.where(reached, ideal.astype(np.int64), zero),
+        np.where(reached, np.minimum(bound, ideal).astype(np.int64), zero),
+    )
 
 
 @dataclass
@@ -346,17 +367,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     ff = run.fabric
     flows = run.flows
     n = len(flows)
-    lat = np.zeros(n)
-    ideal = np.zeros(n, dtype=np.int64)
-    bound = np.zeros(n, dtype=np.int64)
-    lat_cache: dict[tuple[int, int, int], tuple[int, int, int]] = {}
-    for i, spec in enumerate(flows):
-        key = (spec.src, spec.dst, spec.size_bytes)
-        got = lat_cache.get(key)
-        if got is None:
-            got = lat_cache[key] = _latency_ps(ff, spec, run.mtu_bytes)
-        lat[i], ideal[i], bound[i] = got
-    volume = np.array([wire_bytes(f.size_bytes, run.mtu_bytes) for f in flows], dtype=float)
+    volume, lat, ideal, bound = flow_times(run)
     remaining = volume.copy()
     base_rate = ff.rate_bps.astype(float)
     rate_bps = base_rate.copy()

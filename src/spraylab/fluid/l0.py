@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spraylab.fluid.engine import PS_PER_S, FluidOutcome, FluidRun, _latency_ps, _Routes, wire_bytes
+from spraylab.fluid.engine import PS_PER_S, FluidOutcome, FluidRun, _Routes, flow_times
 from spraylab.fluid.l0_split import SplitPaths
 from spraylab.fluid.routing import FluidFabric
 
@@ -43,24 +43,6 @@ def phases(run: FluidRun) -> np.ndarray:
     return np.array([keys[(int(depth[i]), f.group)] for i, f in enumerate(flows)], dtype=np.int64)
 
 
-def _times(run: FluidRun) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Every flow's wire bytes, base latency, idle-fabric FCT and FCT bound."""
-    flows = run.flows
-    n = len(flows)
-    volume = np.array([wire_bytes(f.size_bytes, run.mtu_bytes) for f in flows], dtype=float)
-    lat = np.zeros(n)
-    ideal = np.zeros(n, dtype=np.int64)
-    bound = np.zeros(n, dtype=np.int64)
-    cache: dict[tuple[int, int, int], tuple[int, int, int]] = {}
-    for i, spec in enumerate(flows):
-        key = (spec.src, spec.dst, spec.size_bytes)
-        got = cache.get(key)
-        if got is None:
-            got = cache[key] = _latency_ps(run.fabric, spec, run.mtu_bytes)
-        lat[i], ideal[i], bound[i] = got
-    return volume, lat, ideal, bound
-
-
 def _ready(run: FluidRun, members: np.ndarray, finish: np.ndarray, index: dict[int, int]) -> np.ndarray:
     flows = run.flows
     return np.array(
@@ -74,7 +56,7 @@ def _simulate_split(run: FluidRun, split: SplitPaths) -> FluidOutcome:
     ff = run.fabric
     n = len(run.flows)
     index = {f.flow_id: i for i, f in enumerate(run.flows)}
-    volume, lat, ideal, bound = _times(run)
+    volume, lat, ideal, bound = flow_times(run)
     cap = ff.rate_bps.astype(float) / 8 / PS_PER_S
     phase = phases(run)
     n_phases = int(phase.max(initial=-1)) + 1
@@ -114,7 +96,7 @@ def simulate_l0(run: FluidRun) -> FluidOutcome:
     routes = _Routes(run, ff.rate_bps.astype(float))
     p = routes.problem
     cap = routes.cap  # bytes per ps; pooled constraints after the real links
-    volume, lat, ideal, bound = _times(run)
+    volume, lat, ideal, bound = flow_times(run)
     phase = phases(run)
     n_phases = int(phase.max(initial=-1)) + 1
     start = np.full(n, -1.0)

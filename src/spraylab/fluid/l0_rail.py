@@ -233,7 +233,7 @@ class PhaseL0:
 def _route_times(
     hops: list[tuple[float, float]], first: np.ndarray, volume: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``engine._latency_ps`` for a route of ``hops`` (delay, ps per byte), every size at once,
+    """``engine.flow_times`` for a route of ``hops`` (delay, ps per byte), every size at once,
     in the same floating-point order (so the same integers)."""
     first = first.astype(float)
     hops_ps = np.zeros(len(first))

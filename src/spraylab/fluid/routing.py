@@ -206,7 +206,6 @@ class FluidFabric:
                 peer = int(self.link_dst[lid])
                 if self.is_host(peer):
                     self.direct[(sw, peer - ns)] = lid
-        self._split_memo: dict[tuple[int, int], dict[int, float]] = {}
         self._direct_arrays: tuple[np.ndarray, np.ndarray] | None = None
 
     def candidates(self, switch: int, dst: int) -> list[int]:
@@ -280,49 +279,24 @@ class FluidFabric:
         src = np.asarray(src, dtype=np.int64)
         dst = np.asarray(dst, dtype=np.int64)
         n = len(src)
-        ns = self.n_switches
-        n_hosts = self.fabric.n_hosts
-        lid = np.array([self.first_link(s, d) for s, d in zip(src.tolist(), dst.tolist())], dtype=np.int64)
+        lid = self._first_links(src, dst)
         columns = [lid.copy()]  # hop by hop: the rows are as long as the longest walk
         length = np.ones(n, dtype=np.int64)
-        direct_key, direct_lid = self._direct_table()
         salts = self._salt_array()
-        tor = np.asarray(self.tor_of_host, dtype=np.int64)
         walking = np.arange(n)
         for _ in range(MAX_HOPS):
             node = self.link_dst[lid[walking]]
-            at_host = node >= ns
-            if at_host.any():
-                arrived = walking[at_host]
-                wrong = node[at_host] - ns != dst[arrived]
-                if wrong.any():
-                    w = int(arrived[np.flatnonzero(wrong)[0]])
-                    raise ValueError(
-                        f"route {src[w]}->{dst[w]} reached host {int(self.link_dst[lid[w]]) - ns}"
-                    )
-                walking, node = walking[~at_host], node[~at_host]
+            at_switch = self._arrived(node, dst[walking], src[walking])
+            walking, node = walking[at_switch], node[at_switch]
             if not len(walking):
                 return _rows(columns, length), length
-            d = dst[walking]
-            # a switch's link to an attached host, else its candidates towards the host's ToR
-            key = node * n_hosts + d
-            at = np.minimum(np.searchsorted(direct_key, key), max(len(direct_key) - 1, 0))
-            is_direct = direct_key[at] == key if len(direct_key) else np.zeros(len(key), dtype=bool)
-            group_key = np.where(is_direct, -1, node * ns + tor[d])
-            uniq, inverse = np.unique(group_key, return_inverse=True)
-            groups = [self._group(int(k) // ns, int(k) % ns) if k >= 0 else [] for k in uniq.tolist()]
-            fanout = np.array([len(g) for g in groups], dtype=np.int64)
-            table = np.zeros((len(groups), max(int(fanout.max()), 1)), dtype=np.int64)
-            for row, g in enumerate(groups):
-                table[row, : len(g)] = g
-            n_cand = np.where(is_direct, 1, fanout[inverse])
-            if pkt_hash is None:
-                pick = np.zeros(len(walking), dtype=np.int64)
-            else:
-                h = hop_hash_array(pkt_hash[walking], salts[node])
-                pick = (h % np.maximum(n_cand, 1).astype(np.uint64)).astype(np.int64)
-                pick[n_cand == 1] = 0
-            nxt = np.where(is_direct, direct_lid[at], table[inverse, np.minimum(pick, table.shape[1] - 1)])
+            table, row, n_cand = self._hop_candidates(node, dst[walking])
+            pick = np.zeros(len(walking), dtype=np.int64)
+            if pkt_hash is not None:
+                hashed = n_cand > 1
+                h = hop_hash_array(pkt_hash[walking[hashed]], salts[node[hashed]])
+                pick[hashed] = (h % n_cand[hashed].astype(np.uint64)).astype(np.int64)
+            nxt = table[row, pick]
             dead = n_cand == 0
             if dead.any():
                 length[walking[dead]] = 0
@@ -332,12 +306,84 @@ class FluidFabric:
             column[walking] = nxt
             columns.append(column)
             length[walking] += 1
-        if len(walking):
-            w = int(walking[0])
-            raise ValueError(
-                f"route {src[w]}->{dst[w]}: no destination within {MAX_HOPS} hops (routing loop?)"
-            )
-        return _rows(columns, length), length
+        raise self._loop(src, dst, walking)
+
+    def split_shares(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`split_route` of many flows at once: the fraction of each flow on every link
+        when each switch divides what it receives equally among its candidates, pushed one hop
+        of every flow per step. Entries ``(flow, link, share)`` ordered by flow, then hop; a
+        flow with an unreachable branch has none."""
+        src = np.asarray(src, dtype=np.int64)
+        dst = np.asarray(dst, dtype=np.int64)
+        n = len(src)
+        n_nodes = len(self.node_index)
+        lid = self._first_links(src, dst)
+        out_flow, out_link, out_share = [np.arange(n)], [lid], [np.ones(n)]
+        flow, node, mass = np.arange(n), self.link_dst[lid], np.ones(n)
+        dead = np.zeros(n, dtype=bool)
+        for _ in range(MAX_HOPS):
+            at_switch = self._arrived(node, dst[flow], src[flow])
+            flow, node, mass = flow[at_switch], node[at_switch], mass[at_switch]
+            if not len(flow):
+                break
+            table, row, n_cand = self._hop_candidates(node, dst[flow])
+            dead[flow[n_cand == 0]] = True
+            # every candidate takes an equal part of what reached the switch
+            each = np.repeat(np.arange(len(flow)), n_cand)
+            rank = np.arange(len(each)) - np.repeat(np.cumsum(n_cand) - n_cand, n_cand)
+            links = table[row[each], rank]
+            out_flow.append(flow[each])
+            out_link.append(links)
+            out_share.append(mass[each] / n_cand[each])
+            # parts that meet at the next switch travel on together
+            key, inverse = np.unique(flow[each] * n_nodes + self.link_dst[links], return_inverse=True)
+            mass = np.bincount(inverse, weights=out_share[-1])
+            flow, node = key // n_nodes, key % n_nodes
+        else:
+            raise self._loop(src, dst, flow)
+        f, lk, sh = (np.concatenate(parts) for parts in (out_flow, out_link, out_share))
+        keep = ~dead[f]
+        order = np.argsort(f[keep], kind="stable")
+        return f[keep][order], lk[keep][order], sh[keep][order]
+
+    def _first_links(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+        return np.array([self.first_link(a, b) for a, b in zip(src.tolist(), dst.tolist())], dtype=np.int64)
+
+    def _arrived(self, node: np.ndarray, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+        """Which of ``node`` are switches (walks go on); a walk that reached a host must have
+        reached its own."""
+        ns = self.n_switches
+        wrong = (node >= ns) & (node - ns != dst)
+        if wrong.any():
+            w = int(np.flatnonzero(wrong)[0])
+            raise ValueError(f"route {src[w]}->{dst[w]} reached host {int(node[w]) - ns}")
+        return node < ns
+
+    def _loop(self, src: np.ndarray, dst: np.ndarray, walking: np.ndarray) -> ValueError:
+        w = int(walking[0])
+        return ValueError(f"route {src[w]}->{dst[w]}: no destination within {MAX_HOPS} hops (routing loop?)")
+
+    def _hop_candidates(self, node: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``candidates(node[i], dst[i])`` for every i at once: a table of candidate rows, each
+        i's row in it, and its number of candidates (0: unreachable)."""
+        ns = self.n_switches
+        direct_key, direct_lid = self._direct_table()
+        # a switch's link to an attached host, else its candidates towards the host's ToR
+        key = node * self.fabric.n_hosts + dst
+        at = np.minimum(np.searchsorted(direct_key, key), max(len(direct_key) - 1, 0))
+        is_direct = direct_key[at] == key if len(direct_key) else np.zeros(len(key), dtype=bool)
+        tor = np.asarray(self.tor_of_host, dtype=np.int64)[dst]
+        group_key = np.where(is_direct, -1, node * ns + tor)
+        uniq, inverse = np.unique(group_key, return_inverse=True)
+        groups = [self._group(int(k) // ns, int(k) % ns) if k >= 0 else [] for k in uniq.tolist()]
+        fanout = np.array([len(g) for g in groups], dtype=np.int64)
+        table = np.zeros((len(groups) + len(key), max(int(fanout.max()), 1)), dtype=np.int64)
+        for r, g in enumerate(groups):
+            table[r, : len(g)] = g
+        # direct links get rows of their own after the groups'
+        row = np.where(is_direct, len(groups) + np.arange(len(key)), inverse)
+        table[len(groups) :, 0] = np.where(is_direct, direct_lid[at], 0)
+        return table, row, np.where(is_direct, 1, fanout[inverse])
 
     def _group(self, switch: int, tor: int) -> list[int]:
         """``candidates(switch, host)`` for a host of ``tor`` not attached to ``switch``."""
@@ -408,65 +454,10 @@ class FluidFabric:
 
     def split_route(self, src: int, dst: int) -> dict[int, float]:
         """Fraction of a flow from ``src`` to ``dst`` on every link when each switch divides
-        what it receives equally among its candidates. Empty if unreachable."""
-        first = self.first_link(src, dst)
-        node = int(self.link_dst[first])
-        if self.is_host(node):
-            return {first: 1.0}
-        rest = self._split_from(node, dst)
-        if rest is None:
-            return {}
-        out = {first: 1.0}
-        out.update(rest)
-        return out
-
-    def _split_from(self, node: int, dst: int, depth: int = 0) -> dict[int, float] | None:
-        """Shares from switch ``node`` to host ``dst``: the walk to the destination's ToR
-        (memoised per (switch, ToR): there a switch's candidates depend on the ToR only, so
-        all of the ToR's hosts share it), then the ToR's link to ``dst``."""
-        direct = self.direct.get((node, dst))
-        if direct is not None:
-            return {direct: 1.0}
-        tor = self.tor_of_host[dst]
-        last = self.direct.get((tor, dst))
-        if last is None:
-            return None
-        key = (node, tor)
-        upper = self._split_memo.get(key)
-        if upper is None:
-            upper = self._split_to_tor(node, tor, dst, depth)
-            if upper is None:
-                return None
-            self._split_memo[key] = upper
-        out = dict(upper)
-        out[last] = out.get(last, 0.0) + 1.0
-        return out
-
-    def _split_to_tor(self, node: int, tor: int, dst: int, depth: int) -> dict[int, float] | None:
-        if node == tor:
-            return {}
-        if depth > MAX_HOPS:
-            raise ValueError(f"route to {dst}: no destination within {MAX_HOPS} hops (routing loop?)")
-        if (node, dst) in self.direct:
-            raise ValueError(f"host {dst} is attached to {node}, which is not its ToR, on the way to it")
-        cands = self.candidates(node, dst)
-        if not cands:
-            return None
-        share = 1.0 / len(cands)
-        out: dict[int, float] = {}
-        for lid in cands:
-            out[lid] = out.get(lid, 0.0) + share
-            peer = int(self.link_dst[lid])
-            key = (peer, tor)
-            below = self._split_memo.get(key)
-            if below is None:
-                below = self._split_to_tor(peer, tor, dst, depth + 1)
-                if below is None:
-                    return None
-                self._split_memo[key] = below
-            for far, frac in below.items():
-                out[far] = out.get(far, 0.0) + share * frac
-        return out
+        what it receives equally among its candidates (:meth:`split_shares` of one flow).
+        Empty if unreachable."""
+        _, links, shares = self.split_shares(np.array([src]), np.array([dst]))
+        return dict(zip(links.tolist(), shares.tolist()))
 
     def stage_sets(self, src: int, dst: int) -> list[tuple[int, ...]]:
         """The links at each hop depth of the equal-cost DAG from ``src`` to ``dst`` (the
