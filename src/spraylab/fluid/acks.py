@@ -10,7 +10,8 @@ That is not a max-min share: an ACK is never held back, so a flow whose ACKs cro
 saturated link is not bottlenecked there. Putting the ACK entries into the max-min problem
 would cap such a flow at the level of the data on that link. Instead the rates are the fixed
 point ``r = maxmin(C - A r)`` (``A``: each link's ACK bytes per byte of each flow's rate),
-reached by iterating from the last solve's ACK load. Each step changes a link's ACK load by at
+reached by iterating from the ACK load the flows still sending put on the links at their last
+rates (the fluid engine's start; finished flows send none). Each step changes a link's ACK load by at
 most ``a`` times the change of the rates it depends on, so the iteration contracts by about
 ``a`` per solve: one to three solves from a warm start, four from none, to ``ACK_RTOL``.
 
@@ -60,7 +61,7 @@ def solve_with_acks(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rates of ``problem``'s flows with their ACKs (``acks``: the same rows, entries on the
     ACK routes, coefficients in ACK bytes per byte of rate) reserved ahead of data, from the
-    ACK load ``ack_load`` of a previous solve. Returns the rates, the capacities they were
+    starting ACK load ``ack_load`` (the closer to the fixed point, the fewer solves). Returns the rates, the capacities they were
     solved on (``capacity`` less the ACK load: what the certificate checks them against) and
     the ACK load they put on every link (the next solve's start)."""
     finite = capacity[np.isfinite(capacity)]

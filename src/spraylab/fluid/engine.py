@@ -421,7 +421,6 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     use_warm = run.warm and run.solver == "numpy"
     rows = np.zeros(0, dtype=np.int64)  # the flows of the last solve
     sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
-    ack_load = np.zeros(p.n_links)  # the last solve's ACK bytes per ps on every link
 
     while True:
         # events due now are taken in first: a solve before them would be wasted, and with a
@@ -435,7 +434,12 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             if rates is None:
                 solve = warm.solver_for(rows) if use_warm else kernel
                 if run.ack_ratio:
-                    rates, data_cap, ack_load = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_load)
+                    # from the ACKs the flows still sending put on the links at their last
+                    # rates (finished flows send none): one solve fewer than from the last load
+                    ack_start = np.bincount(
+                        ack_sub.link, weights=ack_sub.coef * send[acking_entries], minlength=p.n_links
+                    )
+                    rates, data_cap, _ = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_start)
                 else:
                     rates, data_cap = solve(sub, routes.cap), routes.cap
                 if run.certify:
@@ -519,7 +523,6 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
                 memo.clear()
                 # until the next solve, the last solve's flows as traced again
                 sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
-                ack_load = np.zeros(p.n_links)
                 warm.reset()
             routes.capacity(rate_bps, up)
             cap_version += 1
