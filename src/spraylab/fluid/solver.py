@@ -263,11 +263,14 @@ def certify(
     link on which its rate / weight is the largest (module docstring)."""
     p = problem
     on = np.ones(p.n_flows, dtype=bool) if active is None else active.astype(bool)
-    on_entry = on[p.entry_flow] & np.isfinite(rate[p.entry_flow])
+    f_of, links, coef = p.entry_flow, p.link, p.coef
+    # inactive flows and unconstrained ones (rate inf) put nothing on links; the engine's solves
+    # have neither, so they skip copying every entry
+    if active is not None or not np.isfinite(rate).all():
+        on_entry = on[f_of] & np.isfinite(rate[f_of])
+        f_of, links, coef = f_of[on_entry], links[on_entry], coef[on_entry]
     cap = np.asarray(capacity, dtype=float)
-    load = np.bincount(
-        p.link[on_entry], weights=p.coef[on_entry] * rate[p.entry_flow[on_entry]], minlength=p.n_links
-    )
+    load = np.bincount(links, weights=coef * rate[f_of], minlength=p.n_links)
     finite = cap[np.isfinite(cap)]
     scale = max(float(finite.max(initial=0.0)), 1.0)
     atol = rtol * scale
@@ -279,11 +282,10 @@ def certify(
         raise CertificateError("negative rate")
     saturated = load >= cap * (1 - rtol) - atol
     norm = np.where(on, rate / p.weight, 0.0)
+    entry_norm = norm[f_of]
     link_max = np.zeros(p.n_links)
-    np.maximum.at(link_max, p.link[on_entry], norm[p.entry_flow[on_entry]])
-    f_of = p.entry_flow[on_entry]
-    links = p.link[on_entry]
-    good = saturated[links] & (norm[f_of] >= link_max[links] * (1 - rtol) - atol)
+    np.maximum.at(link_max, links, entry_norm)
+    good = saturated[links] & (entry_norm >= link_max[links] * (1 - rtol) - atol)
     has = np.zeros(p.n_flows, dtype=bool)
     has[f_of[good]] = True
     crossing = on & (np.diff(p.ptr) > 0)
