@@ -12,7 +12,8 @@ Cases and the issue's targets:
   0.2 s for a batched numpy solver);
 * ``perm_1024_<scheme>``: a whole 1024-host (k = 16 fat-tree, 400 Gb/s) permutation run,
   scenario to Result (target <= 0.5 s); ``perm_1024_<scheme>_noacks`` the same with
-  ``run.fluid_acks = false`` (the fluid model without its ACK reservation);
+  ``run.fluid_acks = false`` (the fluid model without its ACK reservation), and
+  ``perm_1024_<scheme>_numpy`` with ``run.fluid_solver = "numpy"`` (no compiled kernel);
 * ``l0_perm_8192``: the L0 bound of an 8192-host (k = 32) permutation;
 * ``moe_<strategy>_<G>``: one Mixtral-8x7B dispatch + combine on a rail cluster of G GPUs
   (8 per server) under each rail strategy, fluid engine.
@@ -51,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 CASES = ["solver_65k", "perm_1024_ecmp", "perm_1024_rps", "perm_1024_spray_rr", "l0_perm_8192"]
-CASES += [f"perm_1024_{s}_noacks" for s in ("ecmp", "rps", "spray_rr")]
+CASES += [f"perm_1024_{s}_{v}" for v in ("noacks", "numpy") for s in ("ecmp", "rps", "spray_rr")]
 CASES += [f"moe_{s}_256" for s in ("rail_local", "rail_matched", "rail_spray", "rails")]
 STRATEGIES = ("rail_local", "rail_matched", "rail_spray", "rails")
 # target case -> (wall target s, memory target MB)
@@ -118,6 +119,7 @@ def _run(scenario: dict[str, Any]) -> dict[str, Any]:
         "flows": s["flows"],
         "completion_ps": s["completion_ps"],
         "solves": s["fluid.solves"],
+        "solver": s["fluid.solver"],
         "completed": s["completed"],
     }
 
@@ -147,13 +149,19 @@ def measure(case: str) -> dict[str, Any]:
     if case == "solver_65k":
         out = _solver_65k()
     elif case.startswith("perm_1024_"):
-        scheme = case.removeprefix("perm_1024_").removesuffix("_noacks")
+        scheme = case.removeprefix("perm_1024_").removesuffix("_noacks").removesuffix("_numpy")
+        solver = "numpy" if case.endswith("_numpy") else "auto"
         out = _run(
             {
                 "topology": {"kind": "fat_tree", "k": 16, "rate": "400Gbps"},
                 "lb": {"scheme": scheme},
                 "workload": {"kind": "permutation", "size": "4MB"},
-                "run": {"engine": "fluid", "progress": False, "fluid_acks": not case.endswith("_noacks")},
+                "run": {
+                    "engine": "fluid",
+                    "progress": False,
+                    "fluid_acks": not case.endswith("_noacks"),
+                    "fluid_solver": solver,
+                },
             }
         )
     elif case == "l0_perm_8192":
@@ -266,7 +274,38 @@ def _child(case: str) -> dict[str, Any]:
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
-    """docs/fluid.md's target table from the rows of ``--json``."""
+    """docs/fluid.md's tables from the rows of ``--json``: the 1024-host permutations and the
+    targets, each if the rows have cases of it."""
+    perm = {r["case"]: r for r in rows if r["case"].startswith("perm_1024_")}
+    out = _perm_table(perm) if perm else ""
+    if any(r["case"] in TARGETS for r in rows):
+        out += ("\n" if out else "") + _target_table(rows)
+    return out
+
+
+def _perm_table(perm: dict[str, dict[str, Any]]) -> str:
+    lines = [
+        "| scheme | with ACKs (default) | without ACKs | numpy kernel, with ACKs | solves (with / without ACKs) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+
+    def cell(case: str) -> str:
+        r = perm.get(case)
+        return f"{r['wall_s']:.2f} / {r['cpu_s']:.2f} s ({r['solver']})" if r else ""
+
+    for scheme in ("ecmp", "rps", "spray_rr"):
+        base, noacks = perm.get(f"perm_1024_{scheme}"), perm.get(f"perm_1024_{scheme}_noacks")
+        solves = f"{base['solves'] if base else ''} / {noacks['solves'] if noacks else ''}"
+        row = [
+            cell(f"perm_1024_{scheme}"),
+            cell(f"perm_1024_{scheme}_noacks"),
+            cell(f"perm_1024_{scheme}_numpy"),
+        ]
+        lines.append(f"| `{scheme}` | {' | '.join(row)} | {solves} |")
+    return "\n".join(lines) + "\n"
+
+
+def _target_table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| case | target | wall | user CPU | CPU (user + sys) | peak RSS | load (start, end) | met |",
         "|---|---|---:|---:|---:|---:|---|---|",

@@ -200,6 +200,15 @@ class FluidFabric:
             ]
             for sw in range(ns)
         ]
+        # the same as arrays, one row per switch padded with -1 (vectorised candidate groups)
+        width = max((len(e) for e in self._switch_egress), default=0)
+        self._egress_link = np.full((ns, max(width, 1)), -1, dtype=np.int64)
+        self._egress_peer = np.zeros((ns, max(width, 1)), dtype=np.int64)
+        for sw, out in enumerate(self._switch_egress):
+            for j, (lid, peer) in enumerate(out):
+                self._egress_link[sw, j], self._egress_peer[sw, j] = lid, peer
+        self._dist_matrix: np.ndarray | None = None  # [ToR row, switch], when dense
+        self._tor_row = np.full(ns, -1, dtype=np.int64)
         self.direct: dict[tuple[int, int], int] = {}  # (switch, host) -> link to it
         for sw in range(ns):
             for lid in self.egress[sw]:
@@ -260,6 +269,8 @@ class FluidFabric:
             frontier = new.astype(np.float32)
         for row, tor in zip(dist.tolist(), tors):
             self._dist[tor] = row
+        self._dist_matrix = dist
+        self._tor_row[tors] = np.arange(len(tors))
 
     def first_link(self, src: int, dst: int) -> int:
         return self.host_direct[src].get(dst, self.host_nic[src])
@@ -375,15 +386,41 @@ class FluidFabric:
         tor = np.asarray(self.tor_of_host, dtype=np.int64)[dst]
         group_key = np.where(is_direct, -1, node * ns + tor)
         uniq, inverse = np.unique(group_key, return_inverse=True)
-        groups = [self._group(int(k) // ns, int(k) % ns) if k >= 0 else [] for k in uniq.tolist()]
-        fanout = np.array([len(g) for g in groups], dtype=np.int64)
-        table = np.zeros((len(groups) + len(key), max(int(fanout.max()), 1)), dtype=np.int64)
-        for r, g in enumerate(groups):
-            table[r, : len(g)] = g
+        groups, fanout = self._group_table(uniq // ns, uniq % ns, uniq >= 0)
         # direct links get rows of their own after the groups'
-        row = np.where(is_direct, len(groups) + np.arange(len(key)), inverse)
-        table[len(groups) :, 0] = np.where(is_direct, direct_lid[at], 0)
+        table = np.zeros((len(uniq) + len(key), groups.shape[1]), dtype=np.int64)
+        table[: len(uniq)] = groups
+        row = np.where(is_direct, len(uniq) + np.arange(len(key)), inverse)
+        table[len(uniq) :, 0] = np.where(is_direct, direct_lid[at], 0)
         return table, row, np.where(is_direct, 1, fanout[inverse])
+
+    def _group_table(
+        self, switch: np.ndarray, tor: np.ndarray, wanted: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_group` of every (switch, ToR) pair where ``wanted``: candidate rows (left
+        aligned, in egress order) and their lengths; from the dense distances when the fabric
+        has them, else one pair at a time."""
+        if len(switch) and self._dist_matrix is None and not self._dist:
+            self._distances(int(tor[np.argmax(wanted)]) if wanted.any() else 0)  # the dense search, if any
+        dense = self._dist_matrix is not None and wanted.any() and (self._tor_row[tor[wanted]] >= 0).all()
+        if not dense:
+            groups = [self._group(int(a), int(b)) if w else [] for a, b, w in zip(switch, tor, wanted)]
+            fanout = np.array([len(g) for g in groups], dtype=np.int64)
+            table = np.zeros((len(groups), max(int(fanout.max(initial=0)), 1)), dtype=np.int64)
+            for r, g in enumerate(groups):
+                table[r, : len(g)] = g
+            return table, fanout
+        sw = np.where(wanted, switch, 0)
+        dist = self._dist_matrix[np.where(wanted, self._tor_row[np.where(wanted, tor, 0)], 0)]
+        here = np.take_along_axis(dist, sw[:, None], axis=1)[:, 0]
+        peers = self._egress_peer[sw]
+        peer_dist = np.take_along_axis(dist, peers, axis=1)
+        ok = (self._egress_link[sw] >= 0) & (peer_dist == (here - 1)[:, None]) & (here > 0)[:, None]
+        ok &= wanted[:, None]
+        # candidates to the left, in egress order
+        order = np.argsort(~ok, axis=1, kind="stable")
+        table = np.take_along_axis(np.where(ok, self._egress_link[sw], 0), order, axis=1)
+        return table, ok.sum(axis=1)
 
     def _group(self, switch: int, tor: int) -> list[int]:
         """``candidates(switch, host)`` for a host of ``tor`` not attached to ``switch``."""
