@@ -358,7 +358,12 @@ class FluidFabric:
         return f[keep][order], lk[keep][order], sh[keep][order]
 
     def _first_links(self, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-        return np.array([self.first_link(a, b) for a, b in zip(src.tolist(), dst.tolist())], dtype=np.int64)
+        """:meth:`first_link` of every (src, dst): the NIC, but towards a directly attached peer."""
+        lid = np.asarray(self.host_nic, dtype=np.int64)[src]
+        peered = np.flatnonzero(np.array([bool(d) for d in self.host_direct])[src])
+        for w, a, b in zip(peered.tolist(), src[peered].tolist(), dst[peered].tolist()):
+            lid[w] = self.host_direct[a].get(b, lid[w])
+        return lid
 
     def _arrived(self, node: np.ndarray, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
         """Which of ``node`` are switches (walks go on); a walk that reached a host must have

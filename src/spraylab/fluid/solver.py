@@ -41,7 +41,6 @@ __all__ = [
     "certify",
     "problem_from_lists",
     "problem_from_rows",
-    "gather_rows",
     "solver_named",
     "pick_solver",
 ]
@@ -101,7 +100,7 @@ class Problem:
         """The problem of flows ``rows`` alone (same links), in their order. A solve over it
         costs what those flows cost, not what the whole table does: the fluid engine solves the
         few hundred flows active at a time out of tens of thousands."""
-        entries, counts = gather_rows(self.ptr, rows)
+        entries, counts = _gather_counted(self.ptr, rows)
         ptr = np.zeros(len(rows) + 1, dtype=np.int64)
         np.cumsum(counts, out=ptr[1:])
         return Problem(ptr, self.link[entries], self.coef[entries], self.weight[rows], self.n_links)
@@ -132,7 +131,7 @@ def problem_from_lists(
     return problem_from_rows([dict(zip(links, c)) for links, c in zip(flow_links, coefs)], n_links, weights)
 
 
-def gather_rows(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _gather_counted(ptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the CSR entries of ``rows`` (concatenated row ranges, no Python loop), and
     the number of entries of each row."""
     starts = ptr[rows]
@@ -194,12 +193,12 @@ def solve(problem: Problem, capacity: np.ndarray, active: np.ndarray | None = No
                 pool, tau = _draw_pool(fill, in_pool)
                 continue
             cand = pool[np.argsort(levels, kind="stable")[: min(BATCH, n_ready)]]
-            pos, per_cand = gather_rows(link_ptr, cand)
+            pos, per_cand = _gather_counted(link_ptr, cand)
             owner = np.repeat(np.arange(len(cand)), per_cand)
             flows = link_flows[pos]
             keep = unfrozen[flows]
             flows, owner = flows[keep], owner[keep]
-            e, per_flow = gather_rows(ptr, flows)
+            e, per_flow = _gather_counted(ptr, flows)
             e_owner = np.repeat(owner, per_flow)
             touched = links_of[e]
             # a flow crossing two candidates: the later one waits (its level may move)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from spraylab.fluid.solver import Problem, gather_rows
+from spraylab.fluid.solver import Problem
 
 __all__ = ["WarmSolver"]
 
@@ -79,7 +79,7 @@ class WarmSolver:
         touched = np.zeros(p.n_links, dtype=bool)
         touched[old_p.link[gone[old_p.entry_flow]]] = True
         touched |= cap > old_cap
-        lam = _lowest_saturation(old_p, old_cap, old_rates, np.flatnonzero(touched))
+        lam = _lowest_saturation(old_p, old_cap, old_rates, touched)
         rates = old_rates[pos]
         again = rates / p.weight >= lam
         n_again = int(again.sum())
@@ -96,18 +96,16 @@ class WarmSolver:
         return rates
 
 
-def _lowest_saturation(p: Problem, cap: np.ndarray, rates: np.ndarray, links: np.ndarray) -> float:
-    """The lowest saturation level among ``links`` in the solve ``rates`` of ``p``: a saturated
-    link's level is the largest normalised rate on it; ``inf`` if none is saturated."""
-    pos, counts = gather_rows(p.link_ptr, links)
-    if not len(pos):
+def _lowest_saturation(p: Problem, cap: np.ndarray, rates: np.ndarray, mine: np.ndarray) -> float:
+    """The lowest saturation level among the links ``mine`` marks in the solve ``rates`` of
+    ``p``: a saturated link's level is the largest normalised rate on it; ``inf`` if none is
+    saturated."""
+    on = mine[p.link]
+    if not on.any():
         return np.inf
-    entries = p.link_entries[pos]
-    flows = p.entry_flow[entries]
-    owner = np.repeat(np.arange(len(links)), counts)
-    load = np.bincount(owner, weights=p.coef[entries] * rates[flows], minlength=len(links))
-    starts = np.cumsum(counts) - counts
-    crossed = counts > 0
-    top = np.maximum.reduceat((rates / p.weight)[flows], starts[crossed])
-    saturated = load[crossed] >= cap[links[crossed]] * (1 - SATURATED_RTOL)
+    link, flow = p.link[on], p.entry_flow[on]
+    load = np.bincount(link, weights=p.coef[on] * rates[flow], minlength=p.n_links)
+    top = np.full(p.n_links, -np.inf)
+    np.maximum.at(top, link, rates[flow] / p.weight[flow])
+    saturated = mine & (load >= cap * (1 - SATURATED_RTOL)) & (top > -np.inf)
     return float(top[saturated].min(initial=np.inf))
