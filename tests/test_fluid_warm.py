@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_fluid_solver import instances
 
 from spraylab.config import validate
 from spraylab.fluid.engine import prepare, simulate
@@ -25,23 +26,13 @@ from spraylab.fluid.solver import certify, problem_from_lists, solve
 from spraylab.fluid.warm import WarmSolver
 from spraylab.net.routes import packet_hash
 
-CAPACITIES = st.sampled_from([0.5, 1.0, 2.0, 3.0, 7.0, 10.0])
-
 
 @st.composite
 def changes(draw: st.DrawFn) -> tuple[list[list[int]], list[float], list[bool], list[float]]:
     """A problem, which of its flows stay, and a capacity increase per link."""
-    n_links = draw(st.integers(1, 6))
-    flows = draw(
-        st.lists(
-            st.lists(st.integers(0, n_links - 1), min_size=1, max_size=n_links, unique=True),
-            min_size=1,
-            max_size=12,
-        )
-    )
-    caps = draw(st.lists(CAPACITIES, min_size=n_links, max_size=n_links))
+    flows, caps = draw(instances())
     stay = draw(st.lists(st.booleans(), min_size=len(flows), max_size=len(flows)))
-    more = draw(st.lists(st.sampled_from([0.0, 0.0, 0.5, 2.0]), min_size=n_links, max_size=n_links))
+    more = draw(st.lists(st.sampled_from([0.0, 0.0, 0.5, 2.0]), min_size=len(caps), max_size=len(caps)))
     return flows, caps, stay, more
 
 
