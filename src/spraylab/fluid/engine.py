@@ -456,8 +456,9 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             dirty = False
         # the next thing that happens
         t_next = np.inf
-        moving = active & (progress > 0)
-        if moving.any():
+        # only the last solve's flows move: every per-step operation is over them alone
+        moving = rows[progress[rows] > 0]
+        if len(moving):
             t_next = now + float((remaining[moving] / progress[moving]).min())
         if arrivals:
             t_next = min(t_next, arrivals[0][0])
@@ -473,7 +474,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             stop = "time_limit"
         dt = t_next - now
         if dt > 0:
-            remaining -= progress * dt
+            remaining[moving] -= progress[moving] * dt
             tx += np.bincount(sub.link, weights=sub.coef * send[sending_entries] * dt, minlength=p.n_links)
             if run.ack_ratio:
                 tx += np.bincount(
@@ -487,9 +488,9 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             stop = "wall_budget"
             break
         # completions (exact: the flow whose bytes ran out, and any within rounding)
-        done = active & (remaining <= volume * DONE_RTOL + 1e-9)
-        if done.any():
-            for i in np.flatnonzero(done):
+        done = moving[remaining[moving] <= volume[moving] * DONE_RTOL + 1e-9]
+        if len(done):
+            for i in done:
                 finish[i] = now + lat[i]
                 for c in children.get(int(i), ()):
                     waiting[c] -= 1
