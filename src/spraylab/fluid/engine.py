@@ -401,6 +401,19 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     finish = np.full(n, -1.0)
     active = np.zeros(n, dtype=bool)
     tx = np.zeros(routes.problem.n_links)
+    sent = np.zeros(n)  # bytes each flow sent since its entries last went into tx
+
+    def flush_tx() -> None:
+        """Put the bytes the last solve's flows sent onto their links (once per solve, not
+        per step: a step then costs the moving flows, not their entries)."""
+        moved = sent[sending_entries]
+        tx[:] += np.bincount(sub.link, weights=sub.coef * moved, minlength=len(tx))
+        if run.ack_ratio:
+            tx[:] += np.bincount(
+                ack_sub.link, weights=ack_sub.coef * sent[acking_entries], minlength=len(tx)
+            )
+        sent[rows] = 0.0
+
     progress = np.zeros(n)  # bytes per ps that count towards completion
     send = np.zeros(n)  # bytes per ps sent
     now = 0.0
@@ -427,6 +440,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         # quantum it would hold back what they change by a whole quantum
         due_now = (arrivals and arrivals[0][0] <= now) or (cap_events and cap_events[0][0] <= now)
         if dirty and not due_now and now >= last_solve + run.quantum_ps:
+            flush_tx()
             rows = np.flatnonzero(active & (routes.goodput > 0) & routes.reachable)
             key = (cap_version, rows.tobytes())
             sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
@@ -475,11 +489,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         dt = t_next - now
         if dt > 0:
             remaining[moving] -= progress[moving] * dt
-            tx += np.bincount(sub.link, weights=sub.coef * send[sending_entries] * dt, minlength=p.n_links)
-            if run.ack_ratio:
-                tx += np.bincount(
-                    ack_sub.link, weights=ack_sub.coef * send[acking_entries] * dt, minlength=p.n_links
-                )
+            sent[moving] += send[moving] * dt
         now = t_next
         steps += 1
         if stop == "time_limit":
@@ -516,6 +526,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             else:  # reroute: routing drops the dead links, every flow is traced again
                 ff.routed_down.update(lids)
                 ff.compute_routes()
+                flush_tx()
                 real_tx = _real_tx(routes, tx, rate_bps, up)
                 routes = _Routes(run, rate_bps)
                 p = routes.problem
@@ -528,6 +539,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             routes.capacity(rate_bps, up)
             cap_version += 1
             dirty = True
+    flush_tx()
     return FluidOutcome(
         start,
         finish,
