@@ -409,13 +409,31 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         moved = sent[sending_entries]
         tx[:] += np.bincount(sub.link, weights=sub.coef * moved, minlength=len(tx))
         if run.ack_ratio:
-            tx[:] += np.bincount(
-                ack_sub.link, weights=ack_sub.coef * sent[acking_entries], minlength=len(tx)
-            )
+            tx[:] += np.bincount(ack_sub.link, weights=ack_sub.coef * sent[acking_entries], minlength=len(tx))
         sent[rows] = 0.0
 
     progress = np.zeros(n)  # bytes per ps that count towards completion
     send = np.zeros(n)  # bytes per ps sent
+    # Between two solves rates are constant, so a step touches no flow but the ones it
+    # finishes: ``remaining`` and ``sent`` are exact at ``t_base`` for the moving flows, and
+    # the moving flows are kept in the order they become due (their bytes run out, within
+    # DONE_RTOL), so the flows a step finishes are the next ones of that order.
+    t_base = 0.0
+    by_due = np.zeros(0, dtype=np.int64)  # the moving flows, by due time
+    due = proj = np.zeros(0)  # their due times, and the times their bytes run out exactly
+    head = 0  # by_due[:head] have finished
+    max_slack = 0.0  # the largest proj - due
+
+    def catch_up() -> None:
+        """Bring ``remaining`` and ``sent`` of the flows still moving to ``now``."""
+        nonlocal t_base
+        live = by_due[head:]
+        dt = now - t_base
+        if dt > 0 and len(live):
+            remaining[live] -= progress[live] * dt
+            sent[live] += send[live] * dt
+        t_base = now
+
     now = 0.0
     last_solve = -np.inf
     dirty = True
@@ -440,6 +458,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         # quantum it would hold back what they change by a whole quantum
         due_now = (arrivals and arrivals[0][0] <= now) or (cap_events and cap_events[0][0] <= now)
         if dirty and not due_now and now >= last_solve + run.quantum_ps:
+            catch_up()
             flush_tx()
             rows = np.flatnonzero(active & (routes.goodput > 0) & routes.reachable)
             key = (cap_version, rows.tobytes())
@@ -466,14 +485,19 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             send = np.zeros(n)
             send[rows] = rates
             progress = send * routes.goodput
+            moving = rows[progress[rows] > 0]
+            proj = now + remaining[moving] / progress[moving]
+            due = proj - (volume[moving] * DONE_RTOL + 1e-9) / progress[moving]
+            order = np.argsort(due, kind="stable")
+            by_due, due, proj, head = moving[order], due[order], proj[order], 0
+            max_slack = float((proj - due).max(initial=0.0))
             last_solve = now
             dirty = False
-        # the next thing that happens
+        # the next thing that happens: the earliest exact run-out among the flows due first
         t_next = np.inf
-        # only the last solve's flows move: every per-step operation is over them alone
-        moving = rows[progress[rows] > 0]
-        if len(moving):
-            t_next = now + float((remaining[moving] / progress[moving]).min())
+        if head < len(by_due):
+            window = np.searchsorted(due, due[head] + max_slack, side="right")
+            t_next = float(proj[head:window].min())
         if arrivals:
             t_next = min(t_next, arrivals[0][0])
         if cap_events:
@@ -486,10 +510,6 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         if t_next > time_limit_ps:
             t_next = float(time_limit_ps)
             stop = "time_limit"
-        dt = t_next - now
-        if dt > 0:
-            remaining[moving] -= progress[moving] * dt
-            sent[moving] += send[moving] * dt
         now = t_next
         steps += 1
         if stop == "time_limit":
@@ -498,8 +518,11 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             stop = "wall_budget"
             break
         # completions (exact: the flow whose bytes ran out, and any within rounding)
-        done = moving[remaining[moving] <= volume[moving] * DONE_RTOL + 1e-9]
-        if len(done):
+        end = int(np.searchsorted(due, now, side="right")) if head < len(by_due) else head
+        if end > head:
+            done = by_due[head:end]
+            sent[done] += send[done] * (now - t_base)
+            head = end
             for i in done:
                 finish[i] = now + lat[i]
                 for c in children.get(int(i), ()):
@@ -526,6 +549,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             else:  # reroute: routing drops the dead links, every flow is traced again
                 ff.routed_down.update(lids)
                 ff.compute_routes()
+                catch_up()
                 flush_tx()
                 real_tx = _real_tx(routes, tx, rate_bps, up)
                 routes = _Routes(run, rate_bps)
@@ -539,6 +563,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             routes.capacity(rate_bps, up)
             cap_version += 1
             dirty = True
+    catch_up()
     flush_tx()
     return FluidOutcome(
         start,
