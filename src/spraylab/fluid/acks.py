@@ -63,7 +63,7 @@ def solve_with_acks(
     ACK routes, coefficients in ACK bytes per byte of rate) reserved ahead of data, from the
     starting ACK load ``ack_load`` (the closer to the fixed point, the fewer solves). Returns the rates, the capacities they were
     solved on (``capacity`` less the ACK load: what the certificate checks them against) and
-    the ACK load they put on every link (the next solve's start)."""
+    the ACK load they put on every link (within ``ACK_RTOL`` of the one solved on)."""
     finite = capacity[np.isfinite(capacity)]
     atol = ACK_RTOL * max(float(finite.max(initial=0.0)), 1e-30)
     load = ack_load

@@ -212,13 +212,7 @@ class _Routes:
             acks = problem_from_rows(ack_rows, n_links) if run.ack_ratio else None
         # per flow: ACK bytes per byte of its rate, per link
         if acks is None:
-            self.acks = Problem(
-                np.zeros(len(src) + 1, dtype=np.int64),
-                data.link[:0],
-                data.coef[:0],
-                np.ones(len(src)),
-                data.n_links,
-            )
+            self.acks = _csr(len(src), data.n_links, data.link[:0], data.link[:0], data.coef[:0])
         else:
             self.acks = Problem(
                 acks.ptr, acks.link, acks.coef * ack_ratio[acks.entry_flow], acks.weight, data.n_links
@@ -406,8 +400,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     def flush_tx() -> None:
         """Put the bytes the last solve's flows sent onto their links (once per solve, not
         per step: a step then costs the moving flows, not their entries)."""
-        moved = sent[sending_entries]
-        tx[:] += np.bincount(sub.link, weights=sub.coef * moved, minlength=len(tx))
+        tx[:] += np.bincount(sub.link, weights=sub.coef * sent[sending_entries], minlength=len(tx))
         if run.ack_ratio:
             tx[:] += np.bincount(ack_sub.link, weights=ack_sub.coef * sent[acking_entries], minlength=len(tx))
         sent[rows] = 0.0

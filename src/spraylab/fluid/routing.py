@@ -405,8 +405,8 @@ class FluidFabric:
         """:meth:`_group` of every (switch, ToR) pair where ``wanted``: candidate rows (left
         aligned, in egress order) and their lengths; from the dense distances when the fabric
         has them, else one pair at a time."""
-        if len(switch) and self._dist_matrix is None and not self._dist:
-            self._distances(int(tor[np.argmax(wanted)]) if wanted.any() else 0)  # the dense search, if any
+        if self._dist_matrix is None and not self._dist:
+            self._all_distances()  # the dense search, where the fabric allows it
         dense = self._dist_matrix is not None and wanted.any() and (self._tor_row[tor[wanted]] >= 0).all()
         if not dense:
             groups = [self._group(int(a), int(b)) if w else [] for a, b, w in zip(switch, tor, wanted)]
@@ -416,7 +416,7 @@ class FluidFabric:
                 table[r, : len(g)] = g
             return table, fanout
         sw = np.where(wanted, switch, 0)
-        dist = self._dist_matrix[np.where(wanted, self._tor_row[np.where(wanted, tor, 0)], 0)]
+        dist = self._dist_matrix[np.where(wanted, self._tor_row[tor], 0)]
         here = np.take_along_axis(dist, sw[:, None], axis=1)[:, 0]
         peers = self._egress_peer[sw]
         peer_dist = np.take_along_axis(dist, peers, axis=1)
