@@ -1,0 +1,33 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: initializedcheck=False, embedsignature=True
+# distutils: language = c++
+"""spraylab's compiled packet core: the event loop, packets, ports and switches.
+
+One extension module so every step of a packet-hop is a direct C call: the loop pops an
+arrival, the port runs it through its link's stages into the peer switch, the switch's
+selector picks an egress, the egress port queues it and schedules the next arrival. Python
+code sees ordinary classes (``spraylab.engine.simulator``, ``spraylab.net.packet``,
+``spraylab.net.port``, ``spraylab.net.switch`` re-export them) and plugs in anywhere through
+Python callables: events, link stages, selectors, ToR programs, hosts.
+"""
+
+import gc
+import random
+import time
+from collections import deque
+
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
+from libc.stdint cimport int64_t, uint64_t
+from libcpp.deque cimport deque as cdeque
+from libcpp.unordered_map cimport unordered_map
+from libcpp.utility cimport pair
+from libcpp.vector cimport vector
+
+from spraylab.net.drops import BUFFER, LINK_DOWN, NO_ROUTE, no_drops
+from spraylab.net.rates import kmin_span_ps, ps_per_byte
+
+include "packet.pxi"
+include "simulator.pxi"
+include "port.pxi"
+include "switch.pxi"

@@ -1,0 +1,89 @@
+// The calendar queue under spraylab.core.Simulator: events in buckets of 2^BUCKET_SHIFT ps.
+//
+// Scheduling appends to a bucket's vector; a bucket is sorted once (stably, by time alone) when
+// its time comes, then read in order. An event scheduled into the bucket being read goes after
+// every event of its time, so ties keep scheduling order without a sequence number. The
+// references an event holds (fn, arg) are owned by the Cython side (core/simulator.pxi).
+#pragma once
+#include <Python.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+static const int BUCKET_SHIFT = 12;  // 4.1 ns buckets: a few to a few hundred events each
+
+struct Event {
+    int64_t t;      // ps
+    int64_t aux;    // the kind's extra word (a port's receiver generation)
+    PyObject* fn;   // a callable (kind 0) or the compiled object the kind names
+    PyObject* arg;
+    int kind;
+};
+
+static inline bool event_earlier(const Event& a, const Event& b) { return a.t < b.t; }
+
+struct Calendar {
+    std::vector<Event> current;  // the bucket being read, sorted; [0, index) already run
+    size_t index = 0;
+    int64_t current_bucket = -1;
+    std::unordered_map<int64_t, std::vector<Event>> buckets;  // future buckets, unsorted
+    std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> heap;
+    std::vector<std::vector<Event>> spare;  // emptied vectors, reused (no allocation per bucket)
+
+    void push(const Event& e) {
+        const int64_t bucket = e.t >> BUCKET_SHIFT;
+        if (bucket == current_bucket) {
+            // after every event of the same time (and so after every one already run)
+            auto at = std::upper_bound(current.begin() + index, current.end(), e, event_earlier);
+            current.insert(at, e);
+            return;
+        }
+        auto found = buckets.find(bucket);
+        if (found == buckets.end()) {
+            std::vector<Event> events;
+            if (!spare.empty()) {
+                events = std::move(spare.back());
+                spare.pop_back();
+            }
+            events.push_back(e);
+            buckets.emplace(bucket, std::move(events));
+            heap.push(bucket);
+        } else {
+            found->second.push_back(e);
+        }
+    }
+
+    // Make the earliest future bucket current; false when there is none.
+    bool next_bucket() {
+        if (heap.empty()) return false;
+        const int64_t bucket = heap.top();
+        heap.pop();
+        auto found = buckets.find(bucket);
+        current.clear();
+        spare.push_back(std::move(current));
+        current = std::move(found->second);
+        buckets.erase(found);
+        std::stable_sort(current.begin(), current.end(), event_earlier);
+        index = 0;
+        current_bucket = bucket;
+        return true;
+    }
+
+    // The run stops at a time limit inside the current bucket: its unread events go back to
+    // the future buckets (events scheduled before the run resumes may be earlier than them).
+    void put_back_rest() {
+        std::vector<Event> rest(current.begin() + index, current.end());
+        buckets[current_bucket] = std::move(rest);
+        heap.push(current_bucket);
+        current.clear();
+        index = 0;
+        current_bucket = -1;
+    }
+
+    bool has_future() const { return !heap.empty(); }
+};

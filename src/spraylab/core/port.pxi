@@ -1,0 +1,459 @@
+# Egress ports: a FIFO queue feeding one direction of a link (see spraylab.net.port for the model).
+#
+# * Port (lossy): the queue is FIFO and never paused, so a packet's departure time is known at
+#   enqueue, max(now, busy_until) + size * ps_per_byte. One event per hop (the arrival at the
+#   far end) and the backlog is (busy_until - now) / ps_per_byte, with no dequeue event at all.
+# * PfcPort (lossless): a real queue served by "transmission done" events, because a PFC PAUSE
+#   can stop it at any time. Dequeues release the ingress accounting of the switch.
+#
+# Serialization times are ``size * ps_per_byte`` in doubles (an integer value for the usual
+# rates: 400G is 20 ps per byte), truncated to whole picoseconds, exactly as the reference
+# Python engine computed them (int * int is exact below 2^53, as every time here is).
+
+
+cdef class Port:
+    """Lossy FIFO egress port.
+
+    ``receive_at_peer`` is what a packet arriving at the far end goes through: the link's
+    delivery stages (``spraylab.net.link``), compiled into one callable whenever they change.
+    A packet keeps the stages it left under (a later change, e.g. a failure, does not reach
+    the wire behind it), except a data packet that queued, whose arrival looks them up when it
+    arrives (``arrive_queued``). When the stages are only the peer switch's forwarding, the
+    core calls it directly (``fast_switch``)."""
+
+    cdef public Simulator sim
+    cdef public object name, owner, peer_owner, link, rate_bps, rng, waiter, monitor
+    cdef public SharedBuffer buffer  # the switch's shared buffer, None at hosts
+    cdef public int64_t delay_ps, busy_until, kmin, kmax, marks_pending
+    cdef public bint up, is_uplink, paused, mark_at_dequeue
+    cdef public double pmax, mark_slope, kmin_ps
+    cdef double per_byte
+    cdef object per_byte_value
+    # Dequeue marking on a lossy port (``arrive_queued``): (enqueue time, busy_until after it)
+    # of every send since the oldest data packet still to be judged.
+    cdef cdeque[pair[int64_t, int64_t]] busy_log
+    cdef object _receive
+    cdef Switch fast_switch
+    cdef public int64_t generation  # of the delivery stages; bumped at every change
+    cdef dict _old_receivers
+    # counters
+    cdef public int64_t tx_bytes, tx_packets, drops, ecn_marks, max_queue_bytes
+    cdef public int64_t pauses_received, paused_ps
+    cdef public object drops_by_cause
+
+    def __init__(self, Simulator sim, name, owner, rate_bps, int64_t delay_ps, ecn, rng) -> None:
+        self.sim = sim
+        self.name = name
+        self.owner = owner
+        self.peer_owner = None
+        self._receive = None
+        self.fast_switch = None
+        self.generation = 0
+        self._old_receivers = {}
+        self.link = None  # its delivery stages (spraylab.net.link), which set receive_at_peer
+        self.delay_ps = delay_ps
+        self.busy_until = 0
+        self.up = True
+        self.mark_at_dequeue = False
+        if ecn is not None and ecn.enabled:
+            self.kmin = ecn.kmin_bytes
+            self.kmax = ecn.kmax_bytes
+            self.pmax = ecn.pmax
+            self.mark_at_dequeue = ecn.mark_at == "dequeue"
+        else:
+            self.kmin = self.kmax = <int64_t>1 << 62
+            self.pmax = 0.0
+        self.set_rate(rate_bps)
+        self.marks_pending = 0
+        self.monitor = None
+        span = self.kmax - self.kmin
+        self.mark_slope = self.pmax / span if span > 0 else 0.0
+        self.rng = rng
+        self.buffer = None
+        self.is_uplink = False
+        self.paused = False
+        self.waiter = None
+        self.tx_bytes = 0
+        self.tx_packets = 0
+        self.drops = 0  # every cause; ToR programs compare it around a send to spot their own drops
+        self.drops_by_cause = no_drops()
+        self.ecn_marks = 0
+        self.max_queue_bytes = 0
+        self.pauses_received = 0
+        self.paused_ps = 0
+
+    # --- configuration --------------------------------------------------------------------
+    @property
+    def ps_per_byte(self):
+        """Serialization time of one byte (an int when exact, as ``rates.ps_per_byte``)."""
+        return self.per_byte_value
+
+    @property
+    def receive_at_peer(self):
+        return self._receive
+
+    @receive_at_peer.setter
+    def receive_at_peer(self, receive) -> None:
+        if self._receive is not None:
+            self._old_receivers[self.generation] = self._receive
+            self.generation += 1
+        self._receive = receive
+        self.fast_switch = _forward_target(receive)
+
+    def connect(self, peer_owner, receive) -> None:
+        self.peer_owner = peer_owner
+        self.receive_at_peer = receive
+
+    def set_rate(self, rate_bps) -> None:
+        self.rate_bps = rate_bps
+        self.per_byte_value = ps_per_byte(rate_bps)
+        self.per_byte = self.per_byte_value
+        self.kmin_ps = kmin_span_ps(self.kmin, self.per_byte_value)
+
+    def fail(self) -> None:
+        """The link goes down: everything sent into it from now on is lost (counted as drops),
+        and so is every data packet still queued (its arrival looks the link's stages up when
+        it arrives; a lossless port flushes its queue, ``PfcPort.link_down``). Packets that
+        found the port idle and control frames already on the wire (at most one serialization
+        plus the propagation delay) still arrive."""
+        self.link.fail()
+
+    def link_down(self) -> None:
+        """The link just went down (``Link.fail``). A lossy port keeps serializing what it is
+        given into the dead link (lost there) until routing converges: nothing to do."""
+
+    cpdef int64_t queue_bytes(self):
+        cdef int64_t backlog = self.busy_until - self.sim.now
+        return <int64_t>(backlog / self.per_byte) if backlog > 0 else 0
+
+    cdef bint _mark(self, double backlog) except -1:
+        if backlog >= self.kmax:
+            return True
+        return self.rng.random() < (backlog - self.kmin) * self.mark_slope
+
+    # --- the hot path ---------------------------------------------------------------------
+    cpdef send(self, Packet pkt):
+        cdef Simulator sim = self.sim
+        cdef int64_t now = sim.now
+        cdef int64_t busy = self.busy_until
+        cdef int64_t backlog, size, depart
+        cdef SharedBuffer buffer = self.buffer
+        cdef bint queued = busy > now
+        if queued:
+            backlog = <int64_t>((busy - now) / self.per_byte)
+            if backlog > self.max_queue_bytes:
+                self.max_queue_bytes = backlog
+            if (
+                buffer is not None
+                and backlog > buffer.safe_port_bytes
+                and not buffer.admits(self, backlog, pkt.size)
+            ):
+                c_sim_drop(pkt, BUFFER, self)
+                return
+            if (
+                backlog > self.kmin
+                and not self.mark_at_dequeue
+                and pkt.kind == DATA
+                and self._mark(backlog)
+            ):
+                pkt.ecn = True
+                self.ecn_marks += 1
+        else:
+            busy = now
+        size = pkt.size
+        pkt.via = self
+        if buffer is not None:
+            buffer.added_bytes += size
+        depart = <int64_t>(<double>busy + <double>size * self.per_byte)
+        self.busy_until = depart
+        self.tx_bytes += size
+        self.tx_packets += 1
+        # A packet that found the port idle starts at once with nothing behind it: never marked
+        # at dequeue, and no later packet's judgement needs its log entry.
+        if queued and pkt.kind == DATA:
+            if self.mark_at_dequeue:
+                self.busy_log.push_back(pair[int64_t, int64_t](now, depart))
+                self.marks_pending += 1
+            sim.push(depart + self.delay_ps, EV_ARRIVE_QUEUED, self, pkt, 0)
+        else:
+            sim.push(depart + self.delay_ps, EV_ARRIVE, self, pkt, self.generation)
+
+    cdef int arrive(self, Packet pkt, int64_t generation) except -1:
+        """A packet reaches the far end, through the stages it left under."""
+        if generation != self.generation:
+            self._old_receivers[generation](pkt)
+        elif self.fast_switch is not None:
+            self.fast_switch.forward(pkt)
+        else:
+            self._receive(pkt)
+        return 0
+
+    cdef int arrive_queued(self, Packet pkt) except -1:
+        """A data packet that queued here reaches the far end, through the link's stages as
+        they are now (a link that failed or started losing while it waited treats it as it
+        treats every later packet). On a dequeue-marking port it is first judged by the queue
+        that was behind it when it started transmission: every byte sent after it and before
+        that instant (a send at the very instant it starts comes after it, as on a lossless
+        port), ``busy_until`` as of then minus its own departure. The log holds ``busy_until``
+        after each send, and its sends before that instant have all happened by now."""
+        cdef int64_t depart
+        cdef double start, behind
+        if self.mark_at_dequeue:
+            depart = self.sim.now - self.delay_ps
+            self.marks_pending -= 1
+            # busy_until never decreases, so today's bounds the queue behind the packet at its
+            # start: below Kmin there is nothing to judge, and the log is searched (and trimmed:
+            # each entry is popped once) only when it is or when it has grown long. (``kmin_ps``
+            # is Kmin's serialization time or just below it: entering the search changes no
+            # decision.)
+            if self.busy_until - depart > self.kmin_ps or self.busy_log.size() > 32:
+                start = <double>depart - <double>pkt.size * self.per_byte
+                while self.busy_log.size() > 1 and <double>self.busy_log[1].first < start:
+                    self.busy_log.pop_front()
+                behind = (self.busy_log[0].second - depart) / self.per_byte
+                if behind > self.kmin and self._mark(behind):
+                    pkt.ecn = True
+                    self.ecn_marks += 1
+            if not self.marks_pending:
+                self.busy_log.clear()
+        if self.fast_switch is not None:
+            self.fast_switch.forward(pkt)
+        else:
+            self._receive(pkt)
+        return 0
+
+    cpdef send_control(self, Packet pkt):
+        """Strict priority over data: a control frame (ACK/NACK/CNP, each its own size) leaves
+        after its own serialization (preempting the data backlog at packet granularity is
+        ignored) and its time is charged to the data queue so link capacity is conserved."""
+        cdef Simulator sim = self.sim
+        cdef int64_t now = sim.now
+        cdef int64_t size = pkt.size
+        cdef int64_t ser, busy
+        pkt.via = self
+        if self.buffer is not None:
+            self.buffer.added_bytes += size
+        ser = <int64_t>(<double>size * self.per_byte)
+        busy = self.busy_until
+        self.busy_until = (busy if busy > now else now) + ser
+        if self.marks_pending:
+            self.busy_log.push_back(pair[int64_t, int64_t](now, self.busy_until))
+        self.tx_bytes += size
+        self.tx_packets += 1
+        sim.push(now + ser + self.delay_ps, EV_ARRIVE, self, pkt, self.generation)
+
+
+cdef class PfcPort(Port):
+    """Lossless egress port with a real queue, PFC PAUSE/RESUME and a strict-priority
+    control queue. Never drops for lack of buffer (PFC headroom is assumed sufficient)."""
+
+    cdef public object data_queue, ctrl_queue  # collections.deque of Packet
+    cdef public int64_t queued_bytes, paused_since
+    cdef public bint transmitting
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.data_queue = deque()
+        self.ctrl_queue = deque()
+        self.queued_bytes = 0
+        self.transmitting = False
+        self.paused_since = 0
+
+    cpdef int64_t queue_bytes(self):
+        return self.queued_bytes
+
+    cpdef send(self, Packet pkt):
+        cdef int64_t backlog = self.queued_bytes
+        if backlog > self.kmin and not self.mark_at_dequeue and pkt.kind == DATA and self._mark(backlog):
+            pkt.ecn = True
+            self.ecn_marks += 1
+        pkt.via = self
+        self.data_queue.append(pkt)
+        backlog += pkt.size
+        self.queued_bytes = backlog
+        if backlog > self.max_queue_bytes:
+            self.max_queue_bytes = backlog
+        if not self.transmitting:
+            self._start_next()
+
+    cpdef send_control(self, Packet pkt):
+        pkt.via = self
+        self.ctrl_queue.append(pkt)
+        if not self.transmitting:
+            self._start_next()
+
+    cdef int _start_next(self) except -1:
+        cdef Packet pkt
+        cdef IngressCounter ingress
+        if self.ctrl_queue:
+            pkt = self.ctrl_queue.popleft()
+        elif self.data_queue and not self.paused:
+            pkt = self.data_queue.popleft()
+            self.queued_bytes -= pkt.size
+            if self.mark_at_dequeue and self.queued_bytes > self.kmin and self._mark(self.queued_bytes):
+                pkt.ecn = True
+                self.ecn_marks += 1
+            if pkt.ingress is not None:
+                ingress = pkt.ingress
+                pkt.ingress = None
+                ingress.release(pkt.size)
+        else:
+            self.transmitting = False
+            return 0
+        cdef Simulator sim = self.sim
+        cdef int64_t now = sim.now
+        self.transmitting = True
+        cdef int64_t done = now + <int64_t>(<double>pkt.size * self.per_byte)
+        self.busy_until = done
+        self.tx_bytes += pkt.size
+        self.tx_packets += 1
+        sim.push(done + self.delay_ps, EV_ARRIVE, self, pkt, self.generation)
+        sim.push(done, EV_TX_DONE, self, None, 0)
+        return 0
+
+    cdef int tx_done(self) except -1:
+        self._start_next()
+        if not self.transmitting and self.waiter is not None:
+            waiter, self.waiter = self.waiter, None
+            waiter(None)
+        return 0
+
+    def link_down(self) -> None:
+        """The link just went down: as a real port does, flush the queue (every packet in it is
+        lost, ``LINK_DOWN``, and leaves its ingress accounting) and drop the PFC state. The peer
+        is gone, so no PAUSE is in force and no RESUME will come (PFC frames cross no down link,
+        ``IngressCounter``): kept paused, the port would hold its queue, and through the ingress
+        bytes of that queue the ports upstream of it, for good. What routing still sends here
+        before it converges is serialized into the dead link and lost there, as on a lossy port."""
+        ctrl, self.ctrl_queue = self.ctrl_queue, deque()
+        data, self.data_queue = self.data_queue, deque()
+        self.queued_bytes = 0
+        # drops may make a sender resend at once (ideal recovery); it finds the new, empty queues
+        for pkt in ctrl:
+            c_sim_drop(pkt, LINK_DOWN, self)
+        for pkt in data:
+            c_sim_drop(pkt, LINK_DOWN, self)
+        self.resume()
+
+    def pause(self, _=None) -> None:
+        if not self.paused:
+            self.paused = True
+            self.pauses_received += 1
+            self.paused_since = self.sim.now
+
+    def resume(self, _=None) -> None:
+        if self.paused:
+            self.paused = False
+            self.paused_ps += self.sim.now - self.paused_since
+            if not self.transmitting:
+                self._start_next()
+            if not self.transmitting and self.waiter is not None:
+                waiter, self.waiter = self.waiter, None
+                waiter(None)
+
+
+cdef class IngressCounter:
+    """PFC accounting for one ingress link of a lossless switch: bytes that arrived on it and
+    are still buffered. Above ``xoff`` it PAUSEs the upstream port, below ``xon`` RESUMEs it;
+    the frames take the link's propagation delay and, like everything else, do not cross a
+    link that is down when they would arrive (a link fails in both directions at once, so
+    the upstream port's link stands for the reverse one)."""
+
+    cdef public Simulator sim
+    cdef public Port upstream
+    cdef public int64_t delay_ps, xoff, xon, bytes, pauses_sent
+    cdef public bint pausing
+    cdef object _forward
+    cdef Switch fast_switch
+
+    def __init__(self, Simulator sim, Port upstream, int64_t xoff, int64_t xon, forward) -> None:
+        self.sim = sim
+        self.upstream = upstream
+        self.delay_ps = upstream.delay_ps
+        self.xoff = xoff
+        self.xon = xon
+        self.bytes = 0
+        self.pausing = False
+        self.forward = forward
+        self.pauses_sent = 0
+
+    @property
+    def forward(self):
+        return self._forward
+
+    @forward.setter
+    def forward(self, forward) -> None:
+        self._forward = forward
+        self.fast_switch = _forward_target(forward)
+
+    cpdef receive(self, Packet pkt):
+        if pkt.kind == DATA:
+            pkt.ingress = self
+            self.bytes += pkt.size
+            if self.bytes > self.xoff and not self.pausing:
+                self.pausing = True
+                self.pauses_sent += 1
+                self.sim.after(self.delay_ps, self._pause_arrives)
+        if self.fast_switch is not None:
+            self.fast_switch.forward(pkt)
+        else:
+            self._forward(pkt)
+
+    cpdef release(self, int64_t size):
+        self.bytes -= size
+        if self.pausing and self.bytes <= self.xon:
+            self.pausing = False
+            self.sim.after(self.delay_ps, self._resume_arrives)
+
+    def _pause_arrives(self, _) -> None:
+        if not self.upstream.link.down:
+            self.upstream.pause()
+
+    def _resume_arrives(self, _) -> None:
+        if not self.upstream.link.down:
+            self.upstream.resume()
+
+
+cdef int c_sim_drop(Packet pkt, int cause, Port port) except -1:
+    cdef IngressCounter ingress
+    if pkt.ingress is not None:
+        ingress = pkt.ingress
+        pkt.ingress = None
+        ingress.release(pkt.size)
+    if port is None:
+        port = pkt.via
+    if port is not None:  # None only for a packet that never left its sender: the check fails
+        port.drops += 1
+        port.drops_by_cause[cause] += 1
+    qp = pkt.qp
+    if qp is not None:
+        qp.net.drops_by_cause[cause] += 1
+        qp.drops_by_cause[cause] += 1
+        hook = qp.drop_hook
+        if hook is not None:
+            hook(pkt)
+    return 0
+
+
+def sim_drop(sim, Packet pkt, int cause, Port port=None) -> None:
+    """Every drop goes through here, with its cause (``spraylab.net.drops``): counted for the
+    network (the conservation check reads these counters), for the packet's flow and for one
+    port: the egress ``port`` where it happened (buffer, link down, random loss) or, for a drop
+    inside a node (no route, a ToR program, the receiving RNIC), the port whose link brought the
+    packet there (``pkt.via``). So the links table's drop columns add up to the network's, cause
+    by cause (``check_conservation``). A recovery mode that watches losses (the ideal
+    transport's oracle notice) sees it through ``QueuePair.drop_hook`` (its ``on_drop``; None
+    for the other modes, which pay this one attribute test).
+
+    A data packet still counted by a lossless switch's ingress accounting (dropped inside
+    the switch: no route, a ToR program's resequencer) leaves the buffer here, so its bytes
+    are released: kept, they would never drain and would hold the upstream port paused."""
+    c_sim_drop(pkt, cause, port)
+
+
+cdef Switch _forward_target(receive):
+    """The switch whose ``forward`` ``receive`` is (the core then calls it directly), or None."""
+    target = getattr(receive, "__self__", None)
+    if isinstance(target, Switch) and getattr(receive, "__name__", None) == "forward":
+        return <Switch>target
+    return None
