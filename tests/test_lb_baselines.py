@@ -13,7 +13,7 @@ from simutil import US, make_net, run_flows, small_leaf_spine
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import REGISTRY, load_builtin_schemes, make_lb
 from spraylab.net.framing import data_wire_bytes
-from spraylab.net.packet import ACK, DATA
+from spraylab.net.packet import ACK, DATA, Packet
 from spraylab.net.routes import packet_hash
 from spraylab.net.switch import ecmp_select
 from spraylab.topology.leaf_spine import leaf_spine
@@ -50,10 +50,10 @@ def cross_leaf_permutation(n_hosts: int, size: int, seed: int = 3) -> list[FlowS
 
 
 def fake_packet(flow_id: int, src: int, dst: int, kind: int = DATA, entropy: int = 0):
+    """A packet as a switch sees it (the compiled selectors take real packets); its queue pair
+    is a stand-in that has only the flow id."""
     qp = SimpleNamespace(flow_id=flow_id)
-    return SimpleNamespace(
-        kind=kind, qp=qp, src=src, dst=dst, hash=packet_hash(flow_id, entropy), entropy=entropy
-    )
+    return Packet(kind, qp, src, dst, 0, 0, 0, entropy, packet_hash(flow_id, entropy), 0)
 
 
 # --- registry and parameters ----------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from simutil import US, make_net, small_leaf_spine
 
+from spraylab.net.packet import DATA, Packet
 from spraylab.net.routes import RouteGroup, hop_hash, trace_route
 from spraylab.net.switch import ecmp_select
 from spraylab.topology.fat_tree import fat_tree
@@ -34,19 +35,16 @@ def test_hashed_trace_is_what_ecmp_forwarding_does() -> None:
     the choice ``ecmp_select`` makes for a packet carrying that hash."""
     _, net = make_net(fat_tree(4, 100 * G, 1 * US))
 
-    class Probe:
-        hash = 0
-
     for pkt_hash in range(200):
         route = trace_route(net, 0, 12, pkt_hash=pkt_hash)
         assert route.complete
-        Probe.hash = pkt_hash
+        probe = Packet(DATA, None, 0, 12, 0, 0, 0, 0, pkt_hash, 0)
         for before, hop in zip(route.hops, route.hops[1:]):
             switch = before.port.peer_owner
             group = switch.table[12]
             assert hop.fanout == len(group)
             assert hop.hash == hop_hash(pkt_hash, switch.salt)
-            assert hop.port is ecmp_select(switch, Probe, group)  # type: ignore[arg-type]
+            assert hop.port is ecmp_select(switch, probe, group)
 
 
 def test_groups_shared_per_destination_tor_and_reinstalled_in_place() -> None:

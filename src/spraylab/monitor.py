@@ -6,20 +6,17 @@ packet pays for it: every number is read at sample time, from counters and the e
 when a packet is *enqueued*: it computes the packet's departure time then and has no dequeue
 event, so sampling ``tx_bytes`` gives the arrival rate, which may exceed the link rate. What has
 not left yet is on the calendar, though: every packet a port has counted and whose last bit has
-not left is an event scheduled with that port's delivery callback (``receive_at_peer``, or
-``_deliver_cb``, for a data packet that queued) at its departure plus the link's propagation delay,
-and nothing else schedules those callbacks. A data frame departs at the port's ``busy_until``
-after its send, a control frame after its own serialization (ahead of the data backlog), a
-lossless port's frame when its transmission ends (it counts the frame when the transmission
-starts). So a sample at ``t`` finds, among the pending events, each monitored port's packets
-held at ``t`` (event time minus delay after ``t``), and the bytes and packets departed by ``t``
-are ``tx_bytes`` and ``tx_packets`` less those: exact, per packet (a packet counts when its last
-bit leaves), and summed over the intervals they are ``tx_bytes`` less what is still held at the
-end. Only ports busy past ``t`` can hold anything (when none is, nothing is scanned), and only
-the calendar buckets from ``t`` plus the delay to the latest ``busy_until`` plus it are read. A link
-change recompiles a port's callback (:meth:`spraylab.net.link.Link.rebuild`; a monitored
-port's link is switched to :class:`_WatchedLink`, same slots, which reports it), and the old
-callbacks stay known: packets scheduled before the change still count for their port.
+not left is an arrival pending on the calendar, and the compiled core schedules every arrival
+with the port it left through (``Simulator.pending_window`` reads them as ``(time, port, packet)``)
+at its departure plus the link's propagation delay. A data frame departs at the port's
+``busy_until`` after its send, a control frame after its own serialization (ahead of the data
+backlog), a lossless port's frame when its transmission ends (it counts the frame when the
+transmission starts). So a sample at ``t`` finds, among the pending events, each monitored port's
+packets held at ``t`` (event time minus delay after ``t``), and the bytes and packets departed by
+``t`` are ``tx_bytes`` and ``tx_packets`` less those: exact, per packet (a packet counts when its
+last bit leaves), and summed over the intervals they are ``tx_bytes`` less what is still held at
+the end. Only ports busy past ``t`` can hold anything (when none is, nothing is scanned), and only
+the calendar buckets from ``t`` plus the delay to the latest ``busy_until`` plus it are read.
 
 **Queue maximum.** The largest backlog a packet found on arrival during the interval (the
 definition of the links table's ``max_queue_bytes``), or the queue at the interval's start or
@@ -45,7 +42,7 @@ from __future__ import annotations
 import fnmatch
 from array import array
 from collections.abc import Callable, Iterable
-from itertools import chain, repeat
+from itertools import repeat
 from operator import sub
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,7 +52,6 @@ import numpy as np
 from spraylab.engine.simulator import BUCKET_SHIFT
 from spraylab.net.drops import DROP_CAUSES, N_CAUSES
 from spraylab.net.host import Host
-from spraylab.net.link import Link
 from spraylab.net.port import PfcPort, Port
 
 if TYPE_CHECKING:
@@ -97,19 +93,6 @@ def with_utilization(ports: pd.DataFrame, links: pd.DataFrame) -> pd.DataFrame:
     link's capacity in the interval (rates from the links table, by ``link``)."""
     rate = ports["link"].astype(str).map(links.set_index("link")["rate_bps"]).astype(float)
     return ports.assign(utilization=ports["tx_bytes"] * 8e12 / (rate * ports["dt_ps"]))
-
-
-class _WatchedLink(Link):
-    """A monitored port's link: reports each recompiled delivery callback to the monitor (in
-    ``port.monitor``), so that packets scheduled with an older one are still recognized. Same
-    slots as :class:`Link`, so a link can switch; link changes are rare events, packets never
-    call this."""
-
-    __slots__ = ()
-
-    def rebuild(self) -> None:
-        Link.rebuild(self)
-        self.port.monitor.note_callbacks(self.port)
 
 
 # --- selection ---------------------------------------------------------------------------------
@@ -238,15 +221,9 @@ class Monitor:
             raise ScenarioError(errors)
         self.ports: list[Port] = [ports[i] for i in port_idx]
         self.port_names = [p.name for p in self.ports]
-        # id of each delivery callback a monitored port has scheduled packets with -> its index;
-        # the callbacks themselves are kept, so that no other object can take their ids
-        self._owner: dict[int, int] = {}
-        self._callbacks: list[Callable[[Any], None]] = []
         self._index = {id(p): i for i, p in enumerate(self.ports)}
         for port in self.ports:
             port.monitor = self
-            port.link.__class__ = _WatchedLink
-            self.note_callbacks(port)
         self.qps = [qps[i] for i in flow_idx]
         self.switches = [switches[i] for i in switch_idx]
         # cumulative counters at the previous sample
@@ -289,18 +266,18 @@ class Monitor:
         self._continue()
 
     def _continue(self) -> None:
-        """Schedule the next sample while anything else is pending. The engine's calendar queue
-        is read directly: future buckets, else the events left in the bucket being processed
-        (its last event is this one when nothing follows). When events follow in the current
-        bucket, look again after the last of them (at its time: ties run in scheduling order,
-        so after it), since they may schedule more."""
+        """Schedule the next sample while anything else is pending: events in later calendar
+        buckets, else events left in the bucket being processed (its last event is this one when
+        nothing follows). When events follow in the current bucket, look again after the last of
+        them (at its time: ties run in scheduling order, so after it), since they may schedule
+        more."""
         sim = self.sim
-        if sim._bucket_heap:
+        if sim.has_later_buckets():
             sim.schedule(self.next_ps, self._tick_cb)
             return
-        current = sim._current
-        if current and current[-1][1] not in (self._tick_cb, self._recheck_cb):
-            sim.schedule(current[-1][0], self._recheck_cb)
+        tail = sim.bucket_tail()
+        if tail is not None and tail[1] not in (self._tick_cb, self._recheck_cb):
+            sim.schedule(tail[0], self._recheck_cb)
             return
         self.stopped = True  # idle: the run ends here, as it would unmonitored
 
@@ -315,14 +292,6 @@ class Monitor:
         self._sample_flows(now, dt)
         self._sample_switches(now, dt)
         self.last_ps = now
-
-    def note_callbacks(self, port: Port) -> None:
-        """Learn ``port``'s current delivery callbacks (at the start and after a link change)."""
-        i = self._index[id(port)]
-        for callback in (port.receive_at_peer, port._deliver_cb):
-            if callback is not None and id(callback) not in self._owner:
-                self._owner[id(callback)] = i
-                self._callbacks.append(callback)
 
     def _held(self, now: int) -> tuple[list[int], list[int]] | None:
         """Per monitored port, the bytes and packets it has counted whose last bit has not left
@@ -339,17 +308,14 @@ class Monitor:
         high_bucket = last >> BUCKET_SHIFT
         held_bytes = [0] * len(ports)
         held_packets = [0] * len(ports)
-        owner = self._owner.get
-        sim = self.sim
-        # The calendar's lists, read directly. The bucket being processed still holds the
-        # events run before this one; their time is at most now, so they fail the test.
-        window = [events for b, events in sim._buckets.items() if low_bucket <= b <= high_bucket]
-        for events in chain((sim._current,), window):
-            for t, fn, pkt in events:
-                i = owner(id(fn))
-                if i is not None and t > after[i]:
-                    held_bytes[i] += pkt.size
-                    held_packets[i] += 1
+        owner = self._index.get
+        # an arrival's event names the port it left through; a lossless port's end of
+        # transmission names it too, with no packet
+        for t, fn, pkt in self.sim.pending_window(low_bucket, high_bucket):
+            i = owner(id(fn))
+            if i is not None and pkt is not None and t > after[i]:
+                held_bytes[i] += pkt.size
+                held_packets[i] += 1
         return held_bytes, held_packets
 
     def _sample_ports(self, now: int, dt: int) -> None:

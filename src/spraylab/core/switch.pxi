@@ -86,7 +86,7 @@ cdef class Selector:
     plain Python function ``(switch, pkt, cands) -> Port`` are interchangeable as
     ``Switch.select``."""
 
-    cdef Port choose(self, Switch switch, Packet pkt, object cands):
+    cdef object choose(self, Switch switch, Packet pkt, object cands):
         raise NotImplementedError
 
     def __call__(self, Switch switch, Packet pkt, cands) -> Port:
@@ -104,9 +104,9 @@ cdef inline uint64_t c_hop_hash(uint64_t pkt_hash, uint64_t seed) noexcept nogil
 cdef class HashSelect(Selector):
     """ECMP: the switch's seeded hash of the packet's header hash (``routes.hop_hash``)."""
 
-    cdef Port choose(self, Switch switch, Packet pkt, object cands):
-        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
-        return <Port>PyList_GET_ITEM(cands, <Py_ssize_t>(c_hop_hash(pkt.hash, switch.salt) % <uint64_t>n))
+    cdef object choose(self, Switch switch, Packet pkt, object cands):
+        cdef Py_ssize_t n = len(cands)
+        return cands[<Py_ssize_t>(c_hop_hash(pkt.hash, switch.salt) % <uint64_t>n)]
 
 
 cdef class UniformSelect(Selector):
@@ -118,10 +118,10 @@ cdef class UniformSelect(Selector):
     def __init__(self, random) -> None:
         self.random = random
 
-    cdef Port choose(self, Switch switch, Packet pkt, object cands):
-        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
+    cdef object choose(self, Switch switch, Packet pkt, object cands):
+        cdef Py_ssize_t n = len(cands)
         cdef double draw = self.random()
-        return <Port>PyList_GET_ITEM(cands, <Py_ssize_t>(draw * n))
+        return cands[<Py_ssize_t>(draw * n)]
 
 
 ecmp_select = HashSelect()
@@ -178,10 +178,10 @@ cdef class Switch:
         """Pick the egress among the equal-cost candidates and send. ToR programs call this
         to release packets they held (it does not run the program again)."""
         cands = self.table[pkt.dst]
-        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
-        cdef Port port
+        cdef Py_ssize_t n = len(cands)
+        cdef object port
         if n == 1:
-            port = <Port>PyList_GET_ITEM(cands, 0)
+            port = cands[0]
         elif n:
             if self._compiled_select is not None:
                 port = self._compiled_select.choose(self, pkt, cands)
@@ -190,7 +190,12 @@ cdef class Switch:
         else:  # destination unreachable (failed links, before or after reconvergence)
             c_sim_drop(pkt, NO_ROUTE, None)
             return
-        if pkt.kind:  # a control frame (DATA is kind 0)
+        if isinstance(port, Port):
+            if pkt.kind:  # a control frame (DATA is kind 0)
+                (<Port>port).send_control(pkt)
+            else:
+                (<Port>port).send(pkt)
+        elif pkt.kind:  # a stand-in port (tests)
             port.send_control(pkt)
         else:
             port.send(pkt)

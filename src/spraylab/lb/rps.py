@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spraylab.lb.base import LoadBalancer, register
+from spraylab.net.switch import UniformSelect
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
-    from spraylab.net.packet import Packet
-    from spraylab.net.port import Port
-    from spraylab.net.switch import Switch
 
 
 @register
@@ -21,10 +19,7 @@ class RandomPacketSpraying(LoadBalancer):
 
     def setup(self, net: Network) -> None:
         super().setup(net)
-        random = net.sim.derive_rng(0x6295).random
-
-        def select(switch: Switch, pkt: Packet, cands: list[Port]) -> Port:
-            return cands[int(random() * len(cands))]
-
+        # the compiled selector draws cands[int(random() * len(cands))], one stream for all
+        select = UniformSelect(net.sim.derive_rng(0x6295).random)
         for switch in net.switches.values():
             switch.select = select
