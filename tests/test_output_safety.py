@@ -155,8 +155,11 @@ def test_compare_output_is_written_atomically_and_replaced(world: Path, tmp_path
         MARKER,
         "ecmp",
         "rps",
-        "fct_slowdown_cdf.png",
-        "uplink_utilization.png",
+        *(
+            f"{plot}.{fmt}"
+            for plot in ("fct_slowdown_cdf", "uplink_utilization")
+            for fmt in ("png", "pdf", "svg")
+        ),
     }
     assert Result.load(out / "rps").summary["scheme"] == "rps"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp"]

@@ -318,7 +318,7 @@ def compare_scenario(
 
         write_dir(out, "compare", fill)
         err_console.print(
-            f"results and plots in {out}/ (fct_slowdown_cdf.png, uplink_utilization.png)",
+            f"results and plots in {out}/ (fct_slowdown_cdf, uplink_utilization: PNG, PDF, SVG)",
             markup=False,
             highlight=False,
         )
