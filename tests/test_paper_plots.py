@@ -180,11 +180,12 @@ def test_load_sweep_frames_are_the_stored_tables(sweep_dir: Path) -> None:
     assert frames.axes == ["lb.scheme", "run.seed"]
     runs = frames.runs
     assert sorted(zip(runs["lb.scheme"], runs["run.seed"])) == [
-        ("ecmp", "1"),
-        ("ecmp", "2"),
-        ("rps", "1"),
-        ("rps", "2"),
-    ]
+        ("ecmp", 1),
+        ("ecmp", 2),
+        ("rps", 1),
+        ("rps", 2),
+    ]  # values with the sweep file's types: the seed an int, not its label "1"
+    assert runs["run.seed"].dtype.kind == "i" and frames.flows["run.seed"].dtype.kind == "i"
     assert set(runs["variant"]) == {"ecmp", "rps"} and (runs["status"] == "done").all()
     for key in runs["key"]:
         d = sweep_dir / "runs" / key
