@@ -377,7 +377,7 @@ SUMMARY_KEY_DOCS: dict[str, str] = {
     "topology": "topology kind",
     "hosts": "hosts of the fabric",
     "seed": "run seed",
-    "stop_reason": "done, idle, time_limit, event_budget or wall_budget",
+    "stop_reason": "done, idle, time_limit, event_budget, wall_budget or interrupted (Ctrl-C)",
     "completed": "every flow finished",
     "sim_time_ps": "simulated time at the end, ps",
     "events": "events the simulator processed",
