@@ -153,6 +153,7 @@ def test_compare_output_is_written_atomically_and_replaced(world: Path, tmp_path
         assert proc.returncode == 0, proc.stderr
     assert {p.name for p in out.iterdir()} == {
         MARKER,
+        "compare.json",  # the columns' labels and directories, for spraylab report
         "ecmp",
         "rps",
         *(

@@ -336,9 +336,18 @@ def compare_scenario(
     if out is not None:
 
         def fill(tmp: Path) -> None:
+            import json
+
+            from spraylab.report.grouping import COMPARE_INDEX
+
+            dirs = {label: label.replace("/", "-") for label in results}
             for label, result in results.items():
-                (tmp / label.replace("/", "-")).mkdir()
-                result.write_files(tmp / label.replace("/", "-"))
+                (tmp / dirs[label]).mkdir()
+                result.write_files(tmp / dirs[label])
+            # the columns in order with their labels (a directory name cannot hold "/"):
+            # what spraylab report reads
+            index = {"name": scenario.name, "columns": dirs}
+            (tmp / COMPARE_INDEX).write_text(json.dumps(index, indent=2) + "\n")
             slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown", card.text)
             uplink_utilization(
                 results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization", card.text
