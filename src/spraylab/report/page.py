@@ -94,7 +94,7 @@ def build_report(
                 (
                     "cct",
                     "collective / workload completion time (mean ± 95% CI over seeds)",
-                    plot_bars(list(cct), {"CCT": list(cct.values())}, f"CCT{where}", "CCT (us)", scale=1e6),
+                    plot_bars(list(cct), {"CCT": list(cct.values())}, f"CCT{where}", "CCT (µs)", scale=1e6),
                 )
             )
         busbw = group_estimates(data, group, "busbw_bps")
