@@ -226,7 +226,7 @@ def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, t
                 expected.append(np.mean(per_run) / scale)
             np.testing.assert_allclose(heights, expected)
             assert ax.get_ylim()[1] >= max(expected) and ax.get_ylim()[0] == 0
-            assert ax.get_ylabel() == ("CCT (us)" if kind == "cct" else "busbw (GB/s)")
+            assert ax.get_ylabel() == ("CCT (µs)" if kind == "cct" else "busbw (GB/s)")  # labels say µs
             # two seeds per cell: too few for a confidence interval, so no error bar is drawn
             (errors,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
             segments = [seg for collection in errors.lines[2] for seg in collection.get_segments()]
@@ -338,5 +338,5 @@ def test_sweep_report_has_the_card(store_dir: Path, tmp_path: Path) -> None:
     text = report.html.read_text()
     first = json.loads(next((store_dir / "runs").glob("*/summary.json")).read_text())
     fabric = first["card"]["text"].splitlines()[0]
-    assert 'id="card"' in text and fabric in text
+    assert 'id="card"' in text and fabric in text and "delay 1µs" in fabric  # a label: µs
     assert "varies across the runs: lb.scheme, transport.recovery, run.seed" in text
