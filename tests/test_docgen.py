@@ -78,3 +78,37 @@ def test_every_key_says_what_it_is() -> None:
         if line.startswith("| `") and not cells[5]:
             missing.append(cells[1])
     assert not missing
+
+
+def test_every_monitor_key_and_time_series_column_is_documented() -> None:
+    """[monitor] keys are in the configuration reference, each saying what it is, and every
+    column a monitored run writes (read back from its saved Parquet files) has an entry in the
+    column dictionary, under its table's heading."""
+    from spraylab.config import MonitorSection
+
+    reference = docgen.config_reference()
+    for key in MonitorSection.model_fields:
+        (row,) = [line for line in reference.splitlines() if line.startswith(f"| `monitor.{key}` |")]
+        assert row.split("|")[5].strip(), row  # a description, not an empty cell
+    result = run(
+        Scenario.from_dict(
+            {
+                "topology": {"leaves": 2, "spines": 2, "hosts_per_leaf": 2, "host_rate": "100Gbps"},
+                "workload": {"kind": "permutation", "size": "20KB"},
+                "monitor": {"interval": "2us"},
+            }
+        )
+    )
+    ts = result.timeseries
+    assert ts is not None
+    columns = docgen.column_dictionary()
+    for name, docs in (
+        ("ports", docgen.TIMESERIES_PORT_DOCS),
+        ("flows", docgen.TIMESERIES_FLOW_DOCS),
+        ("switches", docgen.TIMESERIES_SWITCH_DOCS),
+    ):
+        frame = getattr(ts, name)
+        assert len(frame) and set(frame.columns) == set(docs)
+        section = columns.split(f"### timeseries_{name}.parquet")[1].split("\n#")[0]
+        for column in frame.columns:
+            assert f"| `{column}` |" in section

@@ -153,10 +153,14 @@ def test_compare_output_is_written_atomically_and_replaced(world: Path, tmp_path
         assert proc.returncode == 0, proc.stderr
     assert {p.name for p in out.iterdir()} == {
         MARKER,
+        "compare.json",  # the columns' labels and directories, for spraylab report
         "ecmp",
         "rps",
-        "fct_slowdown_cdf.png",
-        "uplink_utilization.png",
+        *(
+            f"{plot}.{fmt}"
+            for plot in ("fct_slowdown_cdf", "uplink_utilization")
+            for fmt in ("png", "pdf", "svg")
+        ),
     }
     assert Result.load(out / "rps").summary["scheme"] == "rps"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cmp"]

@@ -4,6 +4,8 @@ labels apart, PDF/SVG beside PNG) and load_sweep's DataFrames against the stored
 from __future__ import annotations
 
 import json
+import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,86 @@ def test_pdf_and_svg_beside_png_and_reproducible(tmp_path: Path) -> None:
     assert {s: (tmp_path / f"one.{s}").read_bytes() for s in ("png", "pdf", "svg")} == first
 
 
+def pdf_fonts(pdf: bytes) -> list[dict[str, str]]:
+    """Every font dictionary of a PDF, read from its objects (matplotlib writes them uncompressed,
+    outside object streams): its ``/Subtype`` and, for a descriptor, which font file it embeds."""
+    fonts = []
+    for body in re.findall(rb"\d+ 0 obj\s*(<<.*?>>)\s*(?:endobj|stream)", pdf, re.S):
+        subtype = re.search(rb"/Subtype\s*/(\w+)", body)
+        if re.search(rb"/Type\s*/Font\b", body) and subtype:
+            fonts.append({"subtype": subtype.group(1).decode()})
+        if re.search(rb"/Type\s*/FontDescriptor\b", body):
+            files = re.findall(rb"/(FontFile\d?)\s", body)
+            fonts.append({"descriptor": ",".join(f.decode() for f in files)})
+    return fonts
+
+
+def check_paper_fonts(pdf_path: Path, svg_path: Path, words: list[str]) -> None:
+    """The PDF embeds TrueType outlines only (Type 42: a Type0 font over a CIDFontType2, or a
+    plain TrueType font; FontFile2 streams), no Type 3 font anywhere; the SVG keeps its text as
+    <text> elements holding ``words``, not as glyph paths."""
+    pdf = pdf_path.read_bytes()
+    fonts = pdf_fonts(pdf)
+    subtypes = {f["subtype"] for f in fonts if "subtype" in f}
+    assert subtypes and subtypes <= {"Type0", "CIDFontType2", "TrueType"}, subtypes
+    assert b"/Type3" not in pdf
+    descriptors = [f["descriptor"] for f in fonts if "descriptor" in f]
+    assert descriptors and all(d == "FontFile2" for d in descriptors), descriptors
+    root = ET.parse(svg_path).getroot()
+    texts = " ".join("".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text"))
+    for word in words:
+        assert word in texts
+    assert not list(root.iter("{http://www.w3.org/2000/svg}defs")) or not any(
+        (el.get("id") or "").startswith("DejaVu") for el in root.iter()
+    )  # glyphs drawn as paths would be defined as DejaVu* path ids
+
+
+def test_report_figures_embed_truetype_and_keep_svg_text(tmp_path: Path) -> None:
+    fig = plot_cdf({"ecmp": np.array([1.0, 2.0, 4.0])}, "FCT slowdown µs", "slowdown")
+    save_figure(fig, tmp_path / "cdf.png")
+    check_paper_fonts(tmp_path / "cdf.pdf", tmp_path / "cdf.svg", ["FCT slowdown µs", "CDF of flows", "ecmp"])
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    scenario = spraylab.Scenario.from_dict(
+        {
+            "topology": {"leaves": 2, "spines": 2, "hosts_per_leaf": 2, "host_rate": "100Gbps"},
+            "workload": {"kind": "permutation", "size": "100KB"},
+        }
+    )
+    return {s: spraylab.run(scenario.with_overrides({"lb.scheme": s})) for s in ("ecmp", "rps")}
+
+
+def test_compare_plots_are_paper_ready(compared: dict[str, Any], tmp_path: Path) -> None:
+    """The demo's plots (spraylab.plots): TrueType PDF, SVG text, legends beside the data, and
+    utilization shown raw and useful apart: the useful bar is goodput per receiver over the
+    host link rate, not the uplinks' bytes sent."""
+    from matplotlib.container import BarContainer
+
+    from spraylab import plots
+
+    card = "fabric: a card line\nseed 1"
+    plots.slowdown_cdf(compared, tmp_path / "cdf.png", "t", card)
+    plots.uplink_utilization(compared, tmp_path / "util.png", "t", card)
+    check_paper_fonts(tmp_path / "cdf.pdf", tmp_path / "cdf.svg", ["CDF of flows", "rps", "seed 1"])
+    check_paper_fonts(tmp_path / "util.pdf", tmp_path / "util.svg", ["raw", "useful", "fabric: a card line"])
+
+    fig = plots.uplink_figure(compared, "t", card)
+    raw_ax, useful_ax = fig.axes
+    for ax in fig.axes:
+        (legend_box,) = _boxes(fig, [ax.get_legend()])
+        for axes_box in _boxes(fig, fig.axes):
+            assert not legend_box.overlaps(axes_box)
+    raw_bars, useful_bars = [c for c in useful_ax.containers if isinstance(c, BarContainer)]
+    for i, result in enumerate(compared.values()):
+        links = result.links
+        uplinks = links.loc[links["role"] == "uplink", "utilization"]
+        assert raw_bars[i].get_height() == pytest.approx(uplinks.mean())
+        host_rate = links.loc[links["role"] == "host_down", "rate_bps"].max()
+        assert useful_bars[i].get_height() == pytest.approx(result.summary["goodput_bps"] / host_rate)
+
+
 @pytest.fixture(scope="module")
 def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("frames") / "store"
@@ -98,11 +180,12 @@ def test_load_sweep_frames_are_the_stored_tables(sweep_dir: Path) -> None:
     assert frames.axes == ["lb.scheme", "run.seed"]
     runs = frames.runs
     assert sorted(zip(runs["lb.scheme"], runs["run.seed"])) == [
-        ("ecmp", "1"),
-        ("ecmp", "2"),
-        ("rps", "1"),
-        ("rps", "2"),
-    ]
+        ("ecmp", 1),
+        ("ecmp", 2),
+        ("rps", 1),
+        ("rps", 2),
+    ]  # values with the sweep file's types: the seed an int, not its label "1"
+    assert runs["run.seed"].dtype.kind == "i" and frames.flows["run.seed"].dtype.kind == "i"
     assert set(runs["variant"]) == {"ecmp", "rps"} and (runs["status"] == "done").all()
     for key in runs["key"]:
         d = sweep_dir / "runs" / key

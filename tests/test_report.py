@@ -226,7 +226,7 @@ def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, t
                 expected.append(np.mean(per_run) / scale)
             np.testing.assert_allclose(heights, expected)
             assert ax.get_ylim()[1] >= max(expected) and ax.get_ylim()[0] == 0
-            assert ax.get_ylabel() == ("CCT (us)" if kind == "cct" else "busbw (GB/s)")
+            assert ax.get_ylabel() == ("CCT (µs)" if kind == "cct" else "busbw (GB/s)")  # labels say µs
             # two seeds per cell: too few for a confidence interval, so no error bar is drawn
             (errors,) = [c for c in ax.containers if isinstance(c, ErrorbarContainer)]
             segments = [seg for collection in errors.lines[2] for seg in collection.get_segments()]
@@ -276,3 +276,67 @@ def test_cli_report(store_dir: Path, tmp_path: Path) -> None:
     assert (tmp_path / "r" / "report.html").is_file() and (tmp_path / "r" / "slowdown_cdf.png").is_file()
     r = runner.invoke(app, ["report", str(tmp_path / "nowhere")])
     assert isinstance(r.exception, UsageError)
+
+
+def test_report_of_a_comparison_with_its_card_in_headless_chromium(tmp_path: Path) -> None:
+    """``spraylab report`` on a comparison's own output (what ``spraylab demo`` writes): the
+    page has the scenario card (the shared lines once, one lb line per column, read back from
+    each run's stored card), its tables and plots load in a real browser, offline, with no
+    console message beyond info."""
+    from cliutil import invoke
+    from playwright.sync_api import sync_playwright
+    from test_viewer import chromium
+
+    (tmp_path / "small.toml").write_text(
+        '[output]\nname = "small"\n[topology]\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n'
+        'host_rate = "100Gbps"\n[workload]\nkind = "permutation"\nsize = "100KB"\n'
+    )
+    made = invoke("compare", "small.toml", "--lb", "ecmp,rps/sr", "--out", "cmp", cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    reported = invoke("report", "cmp", cwd=tmp_path)
+    assert reported.returncode == 0, reported.stderr
+    page_path = tmp_path / "cmp" / "report" / "report.html"
+    cards = {
+        label: json.loads((tmp_path / "cmp" / d / "summary.json").read_text())["card"]["text"].splitlines()
+        for label, d in (("ecmp", "ecmp"), ("rps/sr", "rps-sr"))
+    }
+    messages: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.on("console", lambda m: messages.append(f"{m.type}: {m.text}") if m.type != "info" else None)
+            page.on("pageerror", lambda exc: messages.append(str(exc)))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(page_path.as_uri())
+            page.wait_for_load_state("load")
+            card = page.inner_text("#card pre.card")
+            heading = page.inner_text("#card h2")
+            images = page.evaluate("[...document.images].map(i => [i.getAttribute('src'), i.naturalWidth])")
+            headers = page.evaluate("[...document.querySelectorAll('th')].map(t => t.innerText)")
+        finally:
+            browser.close()
+    assert messages == []
+    assert all(url.startswith("file:") for url in requests)
+    assert heading == "Scenario card"
+    lines = card.splitlines()
+    shared = [x for x in cards["ecmp"] if not x.startswith("lb: ")]
+    assert all(x in lines for x in shared)  # fabric, switches, workload, seed and version
+    for label, stored in cards.items():
+        (lb,) = [x for x in stored if x.startswith("lb: ")]
+        assert f"lb {label}: {lb.removeprefix('lb: ')}" in lines
+    assert "rps over selective repeat (sr), cc dcqcn" in card and lines[-1] == "varies across the runs: lb"
+    assert images and all(width > 0 for _, width in images)  # every plot file is there and decodes
+    assert any(h.startswith("ecmp (baseline)") for h in headers) and any(
+        h.startswith("rps/sr") for h in headers
+    )
+
+
+def test_sweep_report_has_the_card(store_dir: Path, tmp_path: Path) -> None:
+    report = build_report(store_dir, tmp_path / "r", views=False)
+    text = report.html.read_text()
+    first = json.loads(next((store_dir / "runs").glob("*/summary.json")).read_text())
+    fabric = first["card"]["text"].splitlines()[0]
+    assert 'id="card"' in text and fabric in text and "delay 1µs" in fabric  # a label: µs
+    assert "varies across the runs: lb.scheme, transport.recovery, run.seed" in text

@@ -156,3 +156,11 @@ def test_rate_prefixes_scale(k: int, prefix: str) -> None:
     assert parse_rate_bps(f"{k}{prefix}bps") == k * factor
     assert parse_rate_bps(f"{k} {prefix}b/s") == k * factor
     assert parse_bytes(f"{k}{prefix}iB") == k * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[prefix]
+
+
+def test_time_labels_say_micro_sign_and_parse_back_stays_ascii() -> None:
+    from spraylab.units import format_time, format_time_label, parse_time_ps
+
+    assert format_time_label(1_000_000) == "1µs" and format_time(1_000_000) == "1us"
+    assert format_time_label(1_500_000_000) == "1.5ms" and format_time_label(300_000) == "300ns"
+    assert parse_time_ps(format_time(2_500_000)) == 2_500_000  # what users type back keeps "us"

@@ -5,6 +5,7 @@ error, every plot is drawn, and a screenshot is not blank."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -129,7 +130,8 @@ def test_page_in_headless_chromium(saved: tuple[Path, Result], tmp_path: Path) -
         browser = pw.chromium.launch(executable_path=chromium(), args=["--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+            # every message but info: errors, warnings and plotly.js's warnings (console.trace)
+            page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type != "info" else None)
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.on("request", lambda r: requests.append(r.url))
             page.goto(page_path.as_uri())
@@ -143,13 +145,17 @@ def test_page_in_headless_chromium(saved: tuple[Path, Result], tmp_path: Path) -
                 heatmaps: document.querySelectorAll('.js-plotly-plot .heatmaplayer image').length,
                 lines: document.querySelectorAll('.js-plotly-plot .scatterlayer .js-line').length,
                 bars: document.querySelectorAll('.js-plotly-plot .barlayer .point').length,
+                titles: [...document.querySelectorAll('.js-plotly-plot .xtitle')].map(t => t.textContent),
             })"""
             )
+            card = page.inner_text("table")
             shot = tmp_path / "shot.png"
             page.screenshot(path=str(shot))  # the first screen: the card and the first heatmap
         finally:
             browser.close()
-    assert errors == []
+    assert errors == []  # no console message at all: the bars' colours used to warn once per flow
+    assert drawn["titles"] and all("us)" not in t for t in drawn["titles"]) and "time (µs)" in drawn["titles"]
+    assert "µs" in card and not re.search(r"\dus\b", card)  # labels say µs
     assert all(url.startswith("file:") or url.startswith("data:") for url in requests)  # offline
     assert drawn["plots"] == expected >= 6
     assert drawn["heatmaps"] == 4  # one per tier and direction
@@ -158,3 +164,20 @@ def test_page_in_headless_chromium(saved: tuple[Path, Result], tmp_path: Path) -
     non_white = (pixels < 0.9).any(axis=-1).mean()
     colours = len(np.unique((pixels * 255).astype(np.uint8).reshape(-1, 3), axis=0))
     assert non_white > 0.1 and colours > 200  # drawn plots, not a blank page
+
+
+def test_timeline_bars_are_coloured_by_slowdown(saved: tuple[Path, Result]) -> None:
+    """The flow timeline's bars carry their colours as strings (no console warning), each the
+    Plasma colour of its slowdown over the shown range, and a colour bar spans that range."""
+    from plotly.colors import sample_colorscale
+
+    from spraylab.viewer import _figures
+
+    (fig,) = [f for heading, _, f in _figures(saved[1]) if heading == "Flow timeline"]
+    bars, scale = fig.data
+    flows = saved[1].flows.sort_values("start_ps", kind="stable")
+    slow = flows["slowdown"].to_numpy(dtype=float)
+    low, high = slow.min(), slow.max()
+    expected = sample_colorscale("Plasma", list((slow - low) / (high - low)))
+    assert list(bars.marker.color) == expected and all(isinstance(c, str) for c in bars.marker.color)
+    assert (scale.marker.cmin, scale.marker.cmax) == (low, high) and scale.marker.showscale

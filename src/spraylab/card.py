@@ -16,7 +16,7 @@ from typing import Any
 from spraylab import provenance
 from spraylab.config import Scenario
 from spraylab.topology.fabric import HOST_TIER, Fabric
-from spraylab.units import format_bytes, format_rate, format_time
+from spraylab.units import format_bytes, format_rate, format_time_label
 
 RECOVERY_NAMES = {
     "gbn": "go-back-N",
@@ -130,7 +130,7 @@ def scenario_card(scenario: Scenario, fabric: Fabric | None = None) -> Card:
         ", ".join(f"{tier} {_ratio(v)}" for tier, v in facts["oversubscription"].items()) or "none (one tier)"
     )
     switches = ", ".join(f"{n} {tier}" for tier, n in facts["switches"].items())
-    delays = "/".join(format_time(d) for d in facts["link_delays_ps"])
+    delays = "/".join(format_time_label(d) for d in facts["link_delays_ps"])
     topo_name = scenario.topology.kind
     if topo_name == "imported":
         topo_name = f"imported {scenario.topology.format} {scenario.topology.file.rsplit('/', 1)[-1]}"

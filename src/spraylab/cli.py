@@ -271,12 +271,32 @@ def exit_if_incomplete(summaries: dict[str, dict[str, Any]]) -> None:
         sys.exit(3)
 
 
-def run_one(scenario: Scenario, label: str = "") -> Any:
+def run_one(scenario: Scenario, label: str = "") -> tuple[Any, bool]:
+    """The run's Result, and whether Ctrl-C ended it (then the Result is the part simulated so
+    far, incomplete: :mod:`spraylab.interrupt`)."""
     from spraylab.experiment import run
+    from spraylab.interrupt import StopOnInterrupt
     from spraylab.progress import RunProgress
 
-    with RunProgress(scenario, label or scenario.name, enabled=scenario.run.progress) as progress:
-        return run(scenario, progress=progress)
+    with (
+        RunProgress(scenario, label or scenario.name, enabled=scenario.run.progress) as progress,
+        StopOnInterrupt(progress) as guard,
+    ):
+        result = run(scenario, progress=guard)
+    return result, guard.requested
+
+
+def exit_interrupted(where: Path | None, what: str) -> None:
+    """After Ctrl-C: say where the partial results are (or why none were saved); exit 130."""
+    if where is not None:
+        err_console.print(
+            f"interrupted: {what} saved in {where}/ (marked incomplete: completed = false, stop_reason = interrupted)",
+            markup=False,
+            highlight=False,
+        )
+    else:
+        err_console.print("interrupted: nothing was saved", markup=False, highlight=False)
+    sys.exit(130)
 
 
 def compare_scenario(
@@ -297,8 +317,16 @@ def compare_scenario(
     if out is not None:
         check_target(out, "compare")  # before the runs, not after
     results = {}
-    for label, variant in scenarios:
-        results[label] = run_one(variant, label)
+    interrupted = False
+    try:
+        for label, variant in scenarios:
+            results[label], interrupted = run_one(variant, label)
+            if interrupted:  # the runs after it are not started; the finished ones are saved
+                break
+    except KeyboardInterrupt:  # between two runs: nothing half-done, keep the finished ones
+        interrupted = True
+    if interrupted and not results:
+        raise KeyboardInterrupt
     title = f"{scenario.name}: {len(variants)} schemes"
     render(
         output_format,
@@ -308,20 +336,36 @@ def compare_scenario(
     if out is not None:
 
         def fill(tmp: Path) -> None:
+            import json
+
+            from spraylab.report.grouping import COMPARE_INDEX
+
+            dirs = {label: label.replace("/", "-") for label in results}
             for label, result in results.items():
-                (tmp / label.replace("/", "-")).mkdir()
-                result.write_files(tmp / label.replace("/", "-"))
+                (tmp / dirs[label]).mkdir()
+                result.write_files(tmp / dirs[label])
+            # the columns in order with their labels (a directory name cannot hold "/"):
+            # what spraylab report reads
+            index = {"name": scenario.name, "columns": dirs}
+            (tmp / COMPARE_INDEX).write_text(json.dumps(index, indent=2) + "\n")
             slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown", card.text)
             uplink_utilization(
                 results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization", card.text
             )
 
         write_dir(out, "compare", fill)
+        if interrupted:
+            done = ", ".join(results)
+            exit_interrupted(
+                out, f"{len(results)} of {len(scenarios)} runs ({done}; the last one partial) and plots"
+            )
         err_console.print(
-            f"results and plots in {out}/ (fct_slowdown_cdf.png, uplink_utilization.png)",
+            f"results and plots in {out}/ (fct_slowdown_cdf, uplink_utilization: PNG, PDF, SVG)",
             markup=False,
             highlight=False,
         )
+    elif interrupted:
+        exit_interrupted(None, "")
     return results
 
 
@@ -351,10 +395,18 @@ def run_command(
     option = "--out" if out is not None else "output.dir ="
     if target is not None:
         check_target(target, "run", option)  # before the run, not after
-    result = run_one(sc)
+    result, interrupted = run_one(sc)
     label = f"{sc.lb.scheme}/{sc.transport.recovery}"  # never the scheme without its recovery mode
     table = summary_result(sc.name, {label: result.summary}, card_lines_from_summary(result.summary))
     render(output_format, [table], console)
+    if interrupted:  # Ctrl-C: the part simulated is saved, with --out or under out/
+        target = target or Path("out") / f"{sc.name}-interrupted"
+        try:
+            write_dir(target, "run", result.write_files, option)
+        except OutputError as exc:
+            _error(str(exc))
+            exit_interrupted(None, "")
+        exit_interrupted(target, "the partial result")
     if target is not None:
         write_dir(target, "run", result.write_files, option)
         err_console.print(f"result saved in {target}/", markup=False, highlight=False)

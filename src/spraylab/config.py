@@ -14,6 +14,7 @@ transport sections mirror the dataclasses the simulator reads (``SwitchParams``,
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from spraylab.config_errors import ScenarioError, format_errors, read_toml
+from spraylab.config_errors import Problem, ScenarioError, format_errors, problems_of, read_toml
 from spraylab.config_overrides import apply_override, set_dotted, switch_scheme
 from spraylab.config_types import (
     Bytes,
@@ -93,11 +94,13 @@ __all__ = [
     "RailStrategyName",
     "RailTopology",
     "RandomPairsWorkload",
+    "Problem",
     "RateBps",
     "ScenarioError",
     "TimePs",
     "apply_override",
     "format_errors",
+    "problems_of",
     "read_toml",
     "set_dotted",
     "switch_scheme",
@@ -385,7 +388,9 @@ class Scenario(Section):
     # --- construction helpers -----------------------------------------------------------
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Scenario:
-        return cls.model_validate(data)
+        """Validate ``data``; a bad scenario raises :class:`ScenarioError` (the CLI's one line per
+        problem, with ``key``, ``value`` and ``allowed``), never pydantic's raw report."""
+        return validate(data)
 
     @classmethod
     def load(cls, path: str | Path) -> Scenario:
@@ -421,4 +426,5 @@ def validate(data: dict[str, Any], source: str = "") -> Scenario:
         return Scenario.model_validate(data)
     except ValidationError as exc:
         prefix = f"{source}: " if source else ""
-        raise ScenarioError([prefix + line for line in format_errors(exc, data, Scenario)]) from None
+        problems = [replace(p, line=prefix + p.line) for p in problems_of(exc, data, Scenario)]
+        raise ScenarioError([p.line for p in problems], problems) from None

@@ -3,8 +3,10 @@ turning pydantic's report into lines that name the key, the value given and what
 
 from __future__ import annotations
 
+import re
 import tomllib
 import typing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +20,39 @@ from spraylab.workload.base import WORKLOADS
 _KIND_REGISTRIES: tuple[KindRegistry[Any], ...] = (TOPOLOGIES, WORKLOADS)
 
 
-class ScenarioError(ValueError):
-    """A scenario that cannot be run; ``lines`` holds one message per problem."""
+@dataclass(frozen=True)
+class Problem:
+    """One problem of a scenario: the dotted key (``topology.host_rate``, ``workload[1].size``),
+    the value given, what is allowed (a text, e.g. ``ecmp, rps, dfs`` or the rate syntax; None if
+    the check says nothing more) and the one line the CLI prints."""
 
-    def __init__(self, lines: list[str]) -> None:
+    line: str
+    key: str | None = None
+    value: Any = None
+    allowed: str | None = None
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run. ``str(exc)`` and ``lines`` are the CLI's one line per
+    problem; ``problems`` the same as :class:`Problem` records, and ``key``, ``value`` and
+    ``allowed`` those of the first one (for the common case of a single problem)."""
+
+    def __init__(self, lines: list[str], problems: list[Problem] | None = None) -> None:
         super().__init__("\n".join(lines))
         self.lines = lines
+        self.problems = problems if problems is not None else [Problem(line) for line in lines]
+
+    @property
+    def key(self) -> str | None:
+        return self.problems[0].key if self.problems else None
+
+    @property
+    def value(self) -> Any:
+        return self.problems[0].value if self.problems else None
+
+    @property
+    def allowed(self) -> str | None:
+        return self.problems[0].allowed if self.problems else None
 
 
 def read_toml(path: str | Path, what: str) -> dict[str, Any]:
@@ -48,29 +77,60 @@ def read_toml(path: str | Path, what: str) -> dict[str, Any]:
 
 def format_errors(exc: ValidationError, data: dict[str, Any], root: type[BaseModel]) -> list[str]:
     """One line per error of validating ``data`` (the raw dict) against ``root``."""
-    lines: list[str] = []
+    return [problem.line for problem in problems_of(exc, data, root)]
+
+
+# What a message says is allowed: "...; allowed: a, b" or "...: use a number with bps, ...".
+_ALLOWED_TEXT = re.compile(r"(?:allowed(?: keys)?: |: use |should be )(.+)$")
+
+
+def _allowed_in(msg: str) -> str | None:
+    found = _ALLOWED_TEXT.search(msg)
+    return found.group(1) if found else None
+
+
+def problems_of(exc: ValidationError, data: dict[str, Any], root: type[BaseModel]) -> list[Problem]:
+    """One :class:`Problem` per error of validating ``data`` (the raw dict) against ``root``."""
+    problems: list[Problem] = []
     for error in exc.errors():
         key, value = _loc(error, data)
         kind = error["type"]
         msg = str(error.get("msg", "")).removeprefix("Value error, ")
+        allowed = _allowed_in(msg)
         if kind == "extra_forbidden":
-            allowed = _allowed_keys(tuple(error["loc"]), data, root)
-            lines.append(
-                f"{key} = {value!r}: unknown key" + (f"; allowed keys: {allowed}" if allowed else "")
-            )
+            allowed = _allowed_keys(tuple(error["loc"]), data, root) or None
+            line = f"{key} = {value!r}: unknown key" + (f"; allowed keys: {allowed}" if allowed else "")
         elif kind == "missing" and error["loc"] and isinstance(error["loc"][-1], int):
             # An item of a fixed-length list (a link's two ends): show the list as given.
-            parent = key.rpartition("[")[0]
-            lines.append(f"{parent} = {value!r}: too few items (item {error['loc'][-1]} is missing)")
+            key = key.rpartition("[")[0]
+            line = f"{key} = {value!r}: too few items (item {error['loc'][-1]} is missing)"
         elif kind == "missing":
-            lines.append(f"{key}: missing; this section or key is required")
+            line = f"{key}: missing; this section or key is required"
         elif kind == "missing_kind":  # raised by spraylab.registry; the table itself is no help
-            lines.append(f"{key}: {msg}")
+            line = f"{key}: {msg}"
         elif msg.startswith(f"{key} ") or (key and msg.startswith(key.split(".")[0].split("[")[0] + ".")):
-            lines.append(msg)  # the message names its key already (cross-field checks)
+            line = msg  # the message names its key already (cross-field checks)
+            named = re.match(r"([\w.\[\]]+) = ", msg)  # and, for one key, the value it names
+            if named and named.group(1) != key:
+                key = named.group(1)
+                value = _lookup(data, key, value)
         else:
-            lines.append(f"{key} = {value!r}: {msg}" if key else msg)
-    return lines
+            line = f"{key} = {value!r}: {msg}" if key else msg
+        problems.append(Problem(line, key or None, value, allowed))
+    return problems
+
+
+def _lookup(data: dict[str, Any], key: str, default: Any) -> Any:
+    """The raw value at a dotted key (``workload[1].size``), or ``default`` if it is not there."""
+    node: Any = data
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", key):
+        if part.startswith("[") and isinstance(node, list) and int(part[1:-1]) < len(node):
+            node = node[int(part[1:-1])]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return default
+    return node
 
 
 def _loc(error: Any, data: dict[str, Any]) -> tuple[str, Any]:

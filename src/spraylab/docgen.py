@@ -185,6 +185,10 @@ KEY_DOCS: dict[str, str] = {
     "run.fluid_quantum": "fluid engine: re-solve rates at most this often (0 = at every arrival and completion; completions stay exact; default chosen by measured error, docs/fluid.md)",
     "run.fluid_acks": "fluid engine: reserve each flow's ACK bytes on its ACKs' route, ahead of data (strict priority, as the packet engine's control frames); false leaves ACKs out (docs/fluid.md)",
     "run.fluid_solver": "fluid engine: the max-min kernel; numba (the `fast` extra) is compiled, numpy vectorised; auto takes numba when installed and the run has enough messages to repay its import (docs/fluid.md)",
+    "monitor.interval": "sampling period of the time series (result.timeseries); the section's absence samples nothing",
+    "monitor.ports": 'ports to sample: globs on port names ("leaf0->spine*"), roles (uplink, downlink, host_up, host_down) or port ids',
+    "monitor.flows": "flows to sample: flow ids or globs on group names",
+    "monitor.switches": "switches to sample: globs on switch names or switch ids",
     "output.name": "the run's name (default topology-workload-scheme)",
     "output.dir": "save the result here (as run --out)",
 }
@@ -289,6 +293,16 @@ def config_reference() -> str:
     parts.append("## Run (`[run]`) and output (`[output]`)\n")
     parts.append(_section("run", config.RunSection, "run."))
     parts.append(_section("output", config.OutputSection, "output."))
+    parts.append("## Monitor (`[monitor]`)\n")
+    parts.append(
+        _section(
+            "monitor",
+            config.MonitorSection,
+            "monitor.",
+            "Optional: time series sampled every `interval` (`spraylab.monitor`; columns in docs/columns.md). "
+            "A selector matching nothing is an error.",
+        )
+    )
     return "\n".join(parts)
 
 
@@ -377,7 +391,7 @@ SUMMARY_KEY_DOCS: dict[str, str] = {
     "topology": "topology kind",
     "hosts": "hosts of the fabric",
     "seed": "run seed",
-    "stop_reason": "done, idle, time_limit, event_budget or wall_budget",
+    "stop_reason": "done, idle, time_limit, event_budget, wall_budget or interrupted (Ctrl-C)",
     "completed": "every flow finished",
     "sim_time_ps": "simulated time at the end, ps",
     "events": "events the simulator processed",
@@ -431,6 +445,44 @@ SUMMARY_KEY_DOCS: dict[str, str] = {
     "algbw_bps[GROUP]": "algorithm bandwidth of one collective group, bits/s",
     "lb.NAME": "a counter the load-balancing scheme reports",
 }
+# The [monitor] time series (spraylab.monitor): one row per sampled object and interval.
+TIMESERIES_SHARED_DOCS: dict[str, str] = {
+    "t_ps": "end of the interval, ps (the sample time)",
+    "dt_ps": "length of the interval, ps (the last one may be shorter: the run's end)",
+}
+TIMESERIES_PORT_DOCS: dict[str, str] = {
+    **TIMESERIES_SHARED_DOCS,
+    "link": "port name (`from->to`), as the links table's `link`",
+    "tx_bytes": "bytes that departed in the interval (last bit left), wire bytes; summed over the intervals, the port's links-table tx_bytes",
+    "tx_packets": "packets that departed in the interval",
+    "queue_bytes": "queue at the sample time, bytes",
+    "queue_max_bytes": "largest backlog a packet found on arrival in the interval, or the queue at its start or end if larger, bytes",
+    "ecn_marks": "packets ECN-marked in the interval",
+    "drops_buffer": "drops in the interval: full switch buffer",
+    "drops_link_down": "drops in the interval: failed link",
+    "drops_no_route": "drops in the interval: no route (counted on the link the packet arrived over)",
+    "drops_random_loss": "drops in the interval: lossy link",
+    "drops_resequencer": "drops in the interval: a scheme's resequencing buffer",
+    "drops_tor_filter": "drops in the interval: a ToR program's filters",
+    "drops_beyond_bitmap": "drops in the interval: discarded by the receiving RNIC",
+    "paused_ps": "time the port was paused by PFC within the interval, ps",
+}
+TIMESERIES_FLOW_DOCS: dict[str, str] = {
+    **TIMESERIES_SHARED_DOCS,
+    "flow_id": "flow number, as the flows table's `flow_id`",
+    "delivered_bytes": "payload bytes the receiver delivered in the interval (rows only for flows active in it)",
+    "rate_bps": "the sender's current rate at the sample time (DCQCN's), bits/s",
+    "window_bytes": "the byte window capping the sender (`transport.window`), bytes; 0 = none",
+    "inflight_bytes": "payload sent at least once and not yet cumulatively acknowledged at the sample time, bytes",
+    "cnps": "CNPs the flow's receiver sent in the interval",
+    "retx_packets": "data packets retransmitted in the interval",
+}
+TIMESERIES_SWITCH_DOCS: dict[str, str] = {
+    **TIMESERIES_SHARED_DOCS,
+    "switch": "switch name",
+    "buffer_bytes": "shared buffer in use at the sample time (its ports' queues and packets held), bytes",
+    "max_port_queue_bytes": "largest port queue of the switch at the sample time, bytes",
+}
 COMPARE_COLUMN_DOCS: dict[str, str] = {
     "table": "the table's title (scenario name, or the sweep group)",
     "metric": "row label as the terminal table shows it",
@@ -476,6 +528,15 @@ def column_dictionary() -> str:
             _table(LINK_COLUMN_DOCS),
             "## groups.parquet (one row per workload section or collective phase)\n",
             _table(GROUP_COLUMN_DOCS),
+            "## Time series (`[monitor]` runs: `timeseries_{ports,flows,switches}.parquet`)\n",
+            "One row per sampled object and interval (`spraylab.monitor`, `result.timeseries`); counts are per "
+            "interval, levels at its end (the sample time).\n",
+            "### timeseries_ports.parquet\n",
+            _table(TIMESERIES_PORT_DOCS),
+            "### timeseries_flows.parquet\n",
+            _table(TIMESERIES_FLOW_DOCS),
+            "### timeseries_switches.parquet\n",
+            _table(TIMESERIES_SWITCH_DOCS),
             "## summary.json\n",
             "Keys in capitals stand for a family: `BUCKET` a size bucket, `GROUP` a group name, `CAUSE` a drop "
             "cause, `NAME` a scheme counter.\n",

@@ -1,7 +1,8 @@
 """A sweep as pandas DataFrames, for notebooks: :func:`load_sweep`.
 
 Every table carries the run's ``key``, one column per sweep axis (named by the axis, e.g.
-``lb.scheme``, holding the value's label) and ``variant``: the labels of every axis but the seed,
+``lb.scheme``, holding the value as the sweep file gives it: ``run.seed`` an int, ``workload.load``
+a float, ``lb.scheme`` a string; a table value, such as an ``lb`` variant, its label) and ``variant``: the labels of every axis but the seed,
 joined by ``/`` (``ecmp/gbn``), which is what one compares across seeds. Only runs whose manifest
 verifies are read (as in :mod:`spraylab.report`); failed, missing or corrupt runs appear in
 ``runs`` with their status and nowhere else.
@@ -38,9 +39,17 @@ def _variant(point: StoredPoint) -> str:
     return "/".join(labels) if labels else "all"
 
 
+def axis_value(point: StoredPoint, axis: str) -> Any:
+    """The point's value on ``axis`` with its type (the store's index keeps the sweep file's JSON
+    types): a number stays a number, so that columns sort and compare numerically; a table
+    value (an ``lb`` variant) is shown by its label."""
+    value = point.values.get(axis)
+    return value if isinstance(value, (bool, int, float, str)) else point.labels[axis]
+
+
 def _tag(frame: pd.DataFrame, point: StoredPoint, axes: list[str]) -> pd.DataFrame:
-    """``frame`` with the point's key, axis labels and variant as leading columns."""
-    tags = {"key": point.key, **{a: point.labels[a] for a in axes}, "variant": _variant(point)}
+    """``frame`` with the point's key, axis values and variant as leading columns."""
+    tags = {"key": point.key, **{a: axis_value(point, a) for a in axes}, "variant": _variant(point)}
     tagged = frame.copy()
     for i, (name, value) in enumerate(tags.items()):
         tagged.insert(i, name, value, allow_duplicates=name in frame.columns)
@@ -61,7 +70,7 @@ def load_sweep(directory: str | Path) -> SweepFrames:
     for p in points:
         row: dict[str, Any] = {
             "key": p.key,
-            **{a: p.labels[a] for a in axes},
+            **{a: axis_value(p, a) for a in axes},
             "variant": _variant(p),
             "status": p.status,
         }

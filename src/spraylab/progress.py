@@ -1,9 +1,10 @@
-"""Progress of long runs: simulated time, events/s, flows done and ETA.
+"""Progress of long runs: simulated time, events/s, flows done and an estimate of the rest.
 
 On a terminal, a bar that appears only once a run has taken more than a couple of seconds, so
 short runs and tests stay quiet. When stdout is not a terminal (a pipe, a log file, a batch job)
 one-line records go to stderr instead, at most one per ``SPRAYLAB_PROGRESS_INTERVAL_S`` seconds
-(default 10). The simulator calls it every 2^16 events."""
+(default 10), each with the fraction done and an ETA, naming what the fraction is measured by
+(:meth:`RunProgress.estimate`). The simulator calls it every 2^16 events."""
 
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ def record_interval_s() -> float:
     except ValueError:
         return DEFAULT_INTERVAL_S
     return value if value > 0 else DEFAULT_INTERVAL_S
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``3m20s``, ``2h05m``: wall-clock durations as a person reads them."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
 class LineRecords:
@@ -93,16 +104,9 @@ class RunProgress:
             self._task = self._progress.add_task(
                 "run", total=1.0, label=self.label, sim_time="", rate="", flows=""
             )
-        fraction = sim.now / self.time_limit_ps
-        flows = ""
+        fraction = max(sim.now / self.time_limit_ps, self.estimate(sim)[0])
         net = self.net
-        if net is not None and net.qps:
-            flows = f"flows {net.flows_received}/{len(net.qps)}"
-            if self.stop_on_workload:
-                if self._total_bytes == 0:
-                    self._total_bytes = sum(qp.spec.size_bytes for qp in net.qps)
-                delivered = sum(qp.rx.delivered_bytes for qp in net.qps)
-                fraction = max(fraction, delivered / self._total_bytes)
+        flows = f"flows {net.flows_received}/{len(net.qps)}" if net is not None and net.qps else ""
         self._progress.update(
             self._task,
             completed=min(1.0, fraction),
@@ -111,12 +115,29 @@ class RunProgress:
             flows=flows,
         )
 
+    def estimate(self, sim: Simulator) -> tuple[float, str]:
+        """The fraction of the run done, and what it is measured by. A run that stops when its
+        workload is done: the bytes delivered of the workload's bytes (a flow's bytes do not
+        arrive at a steady rate, so this is an estimate, not a promise); a run that stops at its
+        time limit: simulated time of ``run.time_limit``, which is exact."""
+        net = self.net
+        if self.stop_on_workload and net is not None and net.qps:
+            if self._total_bytes == 0:
+                self._total_bytes = sum(qp.spec.size_bytes for qp in net.qps)
+            delivered = sum(qp.rx.delivered_bytes for qp in net.qps)
+            return min(1.0, delivered / max(1, self._total_bytes)), "bytes delivered of the workload"
+        return min(1.0, sim.now / self.time_limit_ps), "simulated time of run.time_limit"
+
     def _record(self, sim: Simulator, elapsed_s: float) -> str:
         net = self.net
         flows = f"  flows {net.flows_received}/{len(net.qps)}" if net is not None and net.qps else ""
+        fraction, basis = self.estimate(sim)
+        # remaining = elapsed x (1 - f) / f: the average pace so far carried on
+        eta = f"ETA {_duration(elapsed_s * (1 - fraction) / fraction)}" if fraction > 0 else "ETA unknown yet"
         return (
             f"{self.label}: sim {format_time(sim.now)} of at most {format_time(self.time_limit_ps)}{flows}  "
-            f"{sim.events:,} events ({sim.events / max(elapsed_s, 1e-9):,.0f}/s)  wall {elapsed_s:.1f}s"
+            f"{sim.events:,} events ({sim.events / max(elapsed_s, 1e-9):,.0f}/s)  wall {elapsed_s:.1f}s  "
+            f"est. {100 * fraction:.1f}% done by {basis}, {eta} at the pace so far"
         )
 
     def __enter__(self) -> RunProgress:

@@ -17,6 +17,7 @@ __all__ = [
     "format_bytes",
     "format_rate",
     "format_time",
+    "format_time_label",
     "parse_bytes",
     "parse_rate_bps",
     "parse_time_ps",
@@ -149,3 +150,11 @@ def format_bytes(n: int) -> str:
 def format_time(ps: int) -> str:
     """Short time string, e.g. 1_000_000 -> "1us", 1_500_000_000 -> "1.5ms"."""
     return _format(ps, _TIME_UNITS)
+
+
+def format_time_label(ps: int) -> str:
+    """:func:`format_time` for people, in pages, plots and cards: microseconds as "µs"
+    ("1µs"). Not for values a user types back (config keys, defaults in the reference), which
+    keep the ASCII "us" the parser reads."""
+    text = format_time(ps)
+    return text[:-2] + "µs" if text.endswith("us") else text

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from spraylab.metrics.result import Result
-from spraylab.units import format_bytes, format_rate, format_time
+from spraylab.units import format_bytes, format_rate, format_time_label
 
 GENERATOR = "spraylab view"  # the page's <meta name="generator">: marks a file spraylab may replace
 MAX_HEATMAP_COLUMNS = 400  # time bins per heatmap; longer runs are merged into wider bins
@@ -53,11 +53,11 @@ def scenario_card(scenario: dict[str, Any], summary: dict[str, Any]) -> list[tup
             "outcome",
             f"{summary.get('stop_reason')}: {summary.get('flows_completed')}/{summary.get('flows')} flows",
         ),
-        ("simulated time", format_time(int(summary.get("sim_time_ps", 0)))),
+        ("simulated time", format_time_label(int(summary.get("sim_time_ps", 0)))),
     ]
     monitor = scenario.get("monitor")
     if monitor:
-        rows.append(("monitor interval", format_time(int(monitor["interval"]))))
+        rows.append(("monitor interval", format_time_label(int(monitor["interval"]))))
     for key, label, fmt in (
         ("slowdown_p50", "slowdown p50", "{:.3f}"),
         ("slowdown_p99", "slowdown p99", "{:.3f}"),
@@ -169,14 +169,14 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
                     zmax=1,
                     colorscale="Viridis",
                     colorbar={"title": {"text": "utilization"}},
-                    hovertemplate="%{y}<br>t = %{x:.2f} us<br>utilization %{z:.2f}<extra></extra>",
+                    hovertemplate="%{y}<br>t = %{x:.2f} µs<br>utilization %{z:.2f}<extra></extra>",
                 )
             )
             fig.update_layout(
                 title=f"utilization: {label} ({len(names)} links)",
                 height=height,
                 margin={"l": 130, "r": 20, "t": 50, "b": 45},
-                xaxis_title="time (us)",
+                xaxis_title="time (µs)",
                 yaxis={"autorange": "reversed", "showticklabels": len(names) <= 96, "tickfont": {"size": 9}},
             )
             out.append(("Link utilization", "departed bytes over capacity per interval", fig))
@@ -195,7 +195,7 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
                 fig.add_trace(go.Scatter(x=part["t_ps"] * us, y=part["buffer_bytes"] / 1e3, name=name,
                                          mode="lines", line={"dash": "dot"}, legendgroup="b"), row=2, col=1)  # fmt: skip
             fig.update_yaxes(title_text="KB", rangemode="tozero")
-            fig.update_xaxes(title_text="time (us)", row=2, col=1)
+            fig.update_xaxes(title_text="time (µs)", row=2, col=1)
             fig.update_layout(height=620, legend={"orientation": "v", "x": 1.02, "y": 1}, margin={"r": 180})
             out.append(("Queues", f"the {len(queues)} ports that queued most, and the busiest switches", fig))
         flows = ts.flows
@@ -213,7 +213,7 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
                 fig.add_trace(go.Scatter(x=t, y=delivered, name=f"flow {fid}", mode="lines", line=line,
                                          legendgroup=str(fid), showlegend=False), row=2, col=1)  # fmt: skip
             fig.update_yaxes(title_text="Gb/s", rangemode="tozero")
-            fig.update_xaxes(title_text="time (us)", row=2, col=1)
+            fig.update_xaxes(title_text="time (µs)", row=2, col=1)
             fig.update_layout(height=620, legend={"x": 1.02, "y": 1}, margin={"r": 140})
             out.append(("Flow rates", f"{len(chosen)} flows whose rate fell lowest", fig))
     else:
@@ -233,22 +233,29 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
         finish = np.where(shown["finish_ps"] >= 0, shown["finish_ps"], end)
         labels = [f"f{r.flow_id} h{r.src}→h{r.dst}" for r in shown.itertuples(index=False)]
         slow = shown["slowdown"].to_numpy(dtype=float)
+        colors, low, high = scale_colors(slow, TIMELINE_COLORSCALE)
         fig = go.Figure(
             go.Bar(
                 base=shown["start_ps"] * us,
                 x=(finish - shown["start_ps"]) * us,
                 y=labels,
                 orientation="h",
-                marker={"color": slow, "colorscale": "Plasma", "colorbar": {"title": {"text": "slowdown"}}},
+                marker={"color": colors},
+                showlegend=False,
                 customdata=np.stack([slow, shown["size_bytes"], shown["completed"]], axis=1),
-                hovertemplate="%{y}<br>start %{base:.2f} us, FCT %{x:.2f} us<br>slowdown %{customdata[0]:.2f}"
+                hovertemplate="%{y}<br>start %{base:.2f} µs, FCT %{x:.2f} µs<br>slowdown %{customdata[0]:.2f}"
                 "<br>%{customdata[1]} B, completed %{customdata[2]}<extra></extra>",
             )
         )
+        # the colour bar, from a trace with no points: the bars carry their colours as CSS strings
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+                                 marker={"color": [low, high], "colorscale": TIMELINE_COLORSCALE, "cmin": low,
+                                         "cmax": high, "showscale": True,
+                                         "colorbar": {"title": {"text": "slowdown"}}}))  # fmt: skip
         fig.update_layout(
             title=f"flow timeline ({len(shown)} of {len(fl)} flows, by start time)",
             height=int(min(1600, max(260, 10 * len(shown) + 120))),
-            xaxis_title="time (us)",
+            xaxis_title="time (µs)",
             yaxis={"autorange": "reversed", "showticklabels": len(shown) <= 96, "tickfont": {"size": 8}},
             margin={"l": 120},
         )
@@ -260,6 +267,25 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
             )
         )
     return out
+
+
+TIMELINE_COLORSCALE = "Plasma"
+NO_VALUE_COLOR = "#bbbbbb"  # a flow without a slowdown (none started)
+
+
+def scale_colors(values: np.ndarray, colorscale: str) -> tuple[list[str], float, float]:
+    """Each value's colour on ``colorscale`` over [min, max] of the finite values (NaN grey),
+    with that range. Bars get their colours as strings: plotly.js (3.x) warns once per bar,
+    "Invalid color specifier: number", when a bar trace's ``marker.color`` holds numbers to map
+    through a colorscale (64 console warnings on the demo's viewer page)."""
+    from plotly.colors import sample_colorscale
+
+    finite = values[np.isfinite(values)]
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    span = high - low or 1.0
+    at = [min(1.0, max(0.0, (v - low) / span)) if np.isfinite(v) else 0.0 for v in values]
+    colors = sample_colorscale(colorscale, at) if len(at) else []
+    return [c if np.isfinite(v) else NO_VALUE_COLOR for c, v in zip(colors, values)], low, high
 
 
 CSS = """

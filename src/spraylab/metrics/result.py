@@ -36,6 +36,9 @@ SIZE_BUCKETS: tuple[tuple[str, float], ...] = (
     (">10MB", math.inf),
 )
 
+# Picoseconds per unit, for :meth:`Result.summary_in` ("µs" and "us" are the same unit).
+TIME_UNITS_PS = {"ps": 1, "ns": 10**3, "us": 10**6, "µs": 10**6, "ms": 10**9, "s": 10**12}
+
 # Stands for a table not built yet: the field is then absent from the instance, and
 # ``__getattr__`` builds it.
 _LATER: Any = object()
@@ -89,6 +92,25 @@ class Result:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+    def summary_in(self, unit: str = "s") -> dict[str, Any]:
+        """The summary with its times in ``unit`` (ps, ns, us or µs, ms, s) instead of integer
+        picoseconds: every ``*_ps`` key (``fct_p99_ps``, ``cct_ps[allreduce]``) becomes a float
+        under the same name with the unit's suffix (``fct_p99_s``, ``cct_s[allreduce]``; µs is
+        spelt ``us`` in keys), None stays None; every other key is as in ``summary``."""
+        factor = TIME_UNITS_PS.get(unit)
+        if factor is None:
+            raise ValueError(f"unit {unit!r}: not a time unit; allowed: {', '.join(TIME_UNITS_PS)}")
+        suffix = "_us" if unit == "µs" else f"_{unit}"
+        out: dict[str, Any] = {}
+        for key, value in self.summary.items():
+            name, bracket, rest = key.partition("[")
+            if not name.endswith("_ps") or isinstance(value, bool):
+                out[key] = value
+                continue
+            converted = value / factor if isinstance(value, (int, float)) else value
+            out[name.removesuffix("_ps") + suffix + bracket + rest] = converted
+        return out
 
     def save(self, directory: str | Path) -> Path:
         """Write the result to ``directory`` atomically, replacing an older spraylab result there;

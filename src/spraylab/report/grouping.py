@@ -4,6 +4,7 @@ pooled over seeds (``over``), one group per combination of the other axes."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,6 +39,84 @@ class Group:
         text = "_".join(f"{k.split('.')[-1]}-{v}" for k, v in self.values.items())
         text = re.sub(r"[^A-Za-z0-9._-]+", "", text)[:48]
         return f"g{index + 1}" + (f"-{text}" if text else "")
+
+
+COMPARE_INDEX = "compare.json"  # a comparison's columns: label → run directory, in order
+COMPARE_AXIS = "lb"  # the one axis of a comparison (its variants: scheme[params]/recovery)
+
+
+class CompareStore:
+    """A comparison's directory (``spraylab compare --out``, ``spraylab demo``) read as a store:
+    one run per column, in the subdirectory ``compare.json`` names (a comparison written before
+    that index existed: every run subdirectory, labelled by its name). Only what a report reads:
+    ``load``, ``summary``, ``error``."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        index = self.root / COMPARE_INDEX
+        if index.is_file():
+            data = json.loads(index.read_text())
+            self.name = str(data.get("name", self.root.name))
+            self.columns: dict[str, str] = {str(k): str(v) for k, v in data["columns"].items()}
+        else:
+            self.name = self.root.name
+            self.columns = {d.name: d.name for d in sorted(self.root.iterdir()) if _is_result(d)}
+
+    def load(self, key: str) -> Result:
+        return Result.load(self.root / key)
+
+    def summary(self, key: str) -> dict[str, Any]:
+        return json.loads((self.root / key / "summary.json").read_text())
+
+    def error(self, key: str) -> dict[str, Any]:
+        return {}  # a comparison stores no failed runs: the command stops at the first error
+
+    def status(self, key: str) -> str:
+        if not _is_result(self.root / key):
+            return "missing"
+        return "done" if self.summary(key).get("completed", True) else "incomplete"
+
+
+def _is_result(path: Path) -> bool:
+    from spraylab.metrics.result import RESULT_FILES
+
+    return path.is_dir() and all((path / name).is_file() for name in RESULT_FILES)
+
+
+def is_comparison(root: str | Path) -> bool:
+    """``root`` holds a comparison (not a sweep store)."""
+    from spraylab.output import kind_of
+
+    root = Path(root)
+    return not (root / "sweep.json").is_file() and kind_of(root) == "compare"
+
+
+def compare_data(root: str | Path, by: Iterable[str] | None = None) -> SweepData:
+    """A comparison as :class:`SweepData`: one column per run, on the axis ``lb``, one group, no
+    pooling; the baseline is its first column (``ecmp`` in the demo)."""
+    store = CompareStore(root)
+    for key in by or []:
+        if key != COMPARE_AXIS:
+            raise ReportError(f"--by {key!r}: a comparison has one axis, {COMPARE_AXIS!r} (its schemes)")
+    labels = list(store.columns)
+    if not labels:
+        raise ReportError(f"{root}: a comparison directory holding no run results")
+    points = [
+        StoredPoint(d, {COMPARE_AXIS: label}, {COMPARE_AXIS: label}, store.status(d))
+        for label, d in store.columns.items()
+    ]
+    group = Group({}, {p.labels[COMPARE_AXIS]: [p] for p in points})
+    return SweepData(
+        store,  # type: ignore[arg-type]  # duck-typed: the reads a report makes
+        store.name,
+        {COMPARE_AXIS: labels},
+        [COMPARE_AXIS],
+        None,
+        labels,
+        [group],
+        points,
+        labels[0],
+    )
 
 
 @dataclass
@@ -105,7 +184,10 @@ def column_label(point: StoredPoint, by: list[str]) -> str:
 def sweep_data(root: str | Path, by: Iterable[str] | None = None, over: str | None = SEED_AXIS) -> SweepData:
     """Read the store's index; columns are the values of the ``by`` axes (default: the ``lb`` /
     ``lb.scheme`` axis, else the first axis), runs are pooled over ``over`` (default: seeds), and
-    every combination of the remaining axes is a group."""
+    every combination of the remaining axes is a group. A comparison's directory (``spraylab
+    compare``, ``spraylab demo``) is read by :func:`compare_data`."""
+    if is_comparison(root):
+        return compare_data(root, by)
     store = Store(root)
     index = store.read_index()
     axes: dict[str, list[str]] = {axis["key"]: axis["labels"] for axis in index["axes"]}

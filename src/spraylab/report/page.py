@@ -94,7 +94,7 @@ def build_report(
                 (
                     "cct",
                     "collective / workload completion time (mean ± 95% CI over seeds)",
-                    plot_bars(list(cct), {"CCT": list(cct.values())}, f"CCT{where}", "CCT (us)", scale=1e6),
+                    plot_bars(list(cct), {"CCT": list(cct.values())}, f"CCT{where}", "CCT (µs)", scale=1e6),
                 )
             )
         busbw = group_estimates(data, group, "busbw_bps")
@@ -159,6 +159,7 @@ th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:f
 th{background:#f3f3f3}td.base{background:#f7fbff}.ratio{color:#555}.meta{color:#555}.warn{color:#a30}
 figure{display:inline-block;margin:0.5em;vertical-align:top}figure img{max-width:560px;border:1px solid #eee}
 figcaption{font-size:0.85em;color:#555;max-width:560px}pre{background:#f6f6f6;padding:0.5em;overflow:auto}
+pre.card{font-size:0.8em;white-space:pre-wrap}
 """
 
 
@@ -183,6 +184,13 @@ def render_html(
     ]
     if warning:
         parts.append(f'<p class="warn"><b>Warning:</b> {e(warning)}</p>')
+    card = report_card(data)
+    if card:
+        parts.append(
+            '<section id="card"><h2>Scenario card</h2><pre class="card">'
+            + e("\n".join(card))
+            + "</pre></section>"
+        )
     for gi, table in enumerate(tables):
         parts.append(f"<h2>{e(table.group.title)}</h2>")
         parts.append(html_table(table))
@@ -223,6 +231,31 @@ def render_html(
         parts.append("</ul>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def report_card(data: SweepData) -> list[str]:
+    """The scenario card of the page (spraylab.card): the first stored run's, with one ``lb``
+    line per column when the columns' schemes differ, and the axes that vary across the runs
+    (their values are in the table above it); empty if no run carries a card."""
+    from spraylab.card import card_lines_from_summary
+
+    stored = [p for p in data.points if p.status in ("done", "incomplete")]
+    if not stored:
+        return []
+    lines = card_lines_from_summary(data.store.summary(stored[0].key))
+    lb_of: dict[str, str] = {}
+    for p in stored:
+        column = "/".join(p.labels[k] for k in data.by) if data.by else "all"
+        if column not in lb_of:
+            lb_line = [x for x in card_lines_from_summary(data.store.summary(p.key)) if x.startswith("lb: ")]
+            lb_of[column] = lb_line[0].removeprefix("lb: ") if lb_line else ""
+    if len(set(lb_of.values())) > 1:
+        at = next((i for i, x in enumerate(lines) if x.startswith("lb: ")), len(lines))
+        lines = [*lines[:at], *(f"lb {c}: {text}" for c, text in lb_of.items()), *lines[at + 1 :]]
+    varying = [k for k, values in data.axes.items() if len(values) > 1]
+    if lines and varying:
+        lines.append(f"varies across the runs: {', '.join(varying)}")
+    return lines
 
 
 def run_links(data: SweepData, table: CompareTable, views: dict[str, str]) -> str:

@@ -18,6 +18,10 @@ from matplotlib.figure import Figure  # figures outside pyplot: no global state,
 from spraylab.stats import MIN_CI_N, Estimate
 
 DPI = 110
+# Fonts as venues accept them: TrueType (Type 42) embedded in PDFs, never Type 3 bitmaps-as-glyphs
+# (which most submission checkers reject), and SVG text kept as <text> elements, selectable and
+# searchable, instead of paths. Applied at save time only, so a user's own rcParams are left alone.
+PAPER_RC = {"pdf.fonttype": 42, "ps.fonttype": 42, "svg.fonttype": "none"}
 LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "frameon": False, "fontsize": 8}
 
 
@@ -177,7 +181,7 @@ def plot_timeseries(
     series: dict[str, tuple[np.ndarray, np.ndarray]],
     title: str,
     ylabel: str,
-    xlabel: str = "time (us)",
+    xlabel: str = "time (µs)",
     step: bool = True,
 ) -> Figure:
     """One line per label from (x, y) arrays, e.g. a monitored port's utilization per interval
@@ -210,8 +214,9 @@ def save_figure(fig: Figure, path: Path) -> Path:
     if fig.get_layout_engine() is not None:
         fig.draw_without_rendering()
         fig.set_layout_engine("none")
-    fig.savefig(path, dpi=DPI)
-    fig.savefig(path.with_suffix(".pdf"), metadata={"CreationDate": None, "ModDate": None})
-    with matplotlib.rc_context({"svg.hashsalt": "spraylab"}):  # element ids from content, not uuid4
-        fig.savefig(path.with_suffix(".svg"), metadata={"Date": None})
+    with matplotlib.rc_context(PAPER_RC):
+        fig.savefig(path, dpi=DPI)
+        fig.savefig(path.with_suffix(".pdf"), metadata={"CreationDate": None, "ModDate": None})
+        with matplotlib.rc_context({"svg.hashsalt": "spraylab"}):  # element ids from content, not uuid4
+            fig.savefig(path.with_suffix(".svg"), metadata={"Date": None})
     return path

@@ -13,7 +13,7 @@ import pandas as pd
 from spraylab.metrics.result import SIZE_BUCKETS
 from spraylab.report.grouping import Group, ReportError, SweepData
 from spraylab.stats import MIN_CI_N, Estimate, mean_ci, shown_interval
-from spraylab.units import format_rate, format_time
+from spraylab.units import format_rate, format_time_label
 
 # (summary key, row label, kind) — kind picks the formatting: time (ps), rate (bit/s), pct, float.
 METRICS: list[tuple[str, str, str]] = [
@@ -55,7 +55,7 @@ def format_value(value: float | None, kind: str) -> str:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return "-"
     if kind == "time":
-        return format_time(int(round(value)))
+        return format_time_label(int(round(value)))
     if kind == "rate":
         return format_rate(float(value))
     if kind == "GBps":  # bit/s shown in GB/s, as nccl-tests prints busbw
