@@ -388,6 +388,11 @@ class Scenario(Section):
             raise ValueError("workload = []: no workload; give at least one [workload] table")
         for i, w in enumerate(self.workload):
             w.check_fabric(self.topology, n, f"workload[{i}]" if len(self.workload) > 1 else "workload")
+            late = w.late_start(
+                self.run.time_limit, f"workload[{i}]" if len(self.workload) > 1 else "workload"
+            )
+            if late:
+                raise ValueError(late)
         strategies = {getattr(w, "strategy", None) for w in self.workload}
         if self.lb.scheme == "ecmp" and {"rail_spray", "rail_local"} <= strategies:
             raise ValueError(
