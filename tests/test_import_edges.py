@@ -23,14 +23,21 @@ The expectations come from the peers' own rules, restated here (not from what sp
 from __future__ import annotations
 
 import math
+import re
+import shutil
 from pathlib import Path
 
 import pytest
+from cliutil import invoke
 from simutil import make_net, run_flows, small_leaf_spine
 
-from spraylab.config import ScenarioError, validate
+from spraylab.config import Scenario, ScenarioError, validate
+from spraylab.formats import htsim, ns3
+from spraylab.metrics.result import Result
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
 from spraylab.workload.flows import FlowSpec
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "spraylab" / "scenarios" / "imports"
 
 # --- item 7: ACK rules as htsim counts them ---------------------------------------------------
 
@@ -95,3 +102,216 @@ def test_ack_bytes_without_a_byte_threshold_is_refused() -> None:
     with pytest.raises(ScenarioError) as info:
         validate({"workload": {"kind": "permutation", "size": "1MB"}, "transport": {"ack_bytes": "wire"}})
     assert "transport.ack_bytes = 'wire'" in str(info.value)
+
+
+# --- item 5: peers' files as their tools read them -------------------------------------------
+
+
+def hpcc_topology(hosts: int = 4, counted_links: int | None = None, tail: bool = True) -> str:
+    """HPCC's shape: 'nodes switches links', the switch ids, one link per line, and (like HPCC's
+    own mix/topology.txt) a description of the format after the counted links."""
+    links = [f"0 {h} 100Gbps 0.001ms 0" for h in range(1, hosts + 1)]
+    head = f"{hosts + 1} 1 {len(links) if counted_links is None else counted_links}"
+    description = ["", "First line: total node #, switch node #, link #", "src0 dst0 rate delay error_rate"]
+    return "\n".join([head, "0", *links, *(description if tail else [])]) + "\n"
+
+
+def hpcc_flows(flows: list[tuple[int, int, int, str]], counted: int | None = None, extra: int = 0) -> str:
+    """HPCC's flow.txt shape: the count, 'src dst pg dport size start_s' lines (``extra`` more
+    than counted, as HPCC's own mix/flow.txt has), then its format description."""
+    lines = [f"{a} {b} 3 100 {size} {start}" for a, b, size, start in flows]
+    lines += [f"1 2 3 100 {size} 9" for _, _, size, _ in flows[:extra]]
+    tail = ["", "First line: # of flows", "src0 dst0 3 dst_port0 size0 start_time0"]
+    return "\n".join([str(len(flows) if counted is None else counted), *lines, *tail]) + "\n"
+
+
+def test_ns3_files_stop_after_the_counts_of_their_first_line() -> None:
+    topo = ns3.parse_topology(hpcc_topology(), "topology.txt")
+    assert len(topo.links) == 4 and topo.hosts == [1, 2, 3, 4] and topo.unread_from == 8
+    read = ns3.read_flows(hpcc_flows([(1, 2, 1000, "2"), (3, 4, 1000, "2.5")], extra=3), "flow.txt")
+    assert [(r.src, r.dst, r.start_ps) for r in read.rows] == [(1, 2, 2 * 10**12), (3, 4, 25 * 10**11)]
+    assert read.dports == [100, 100] and read.unread_from == 4  # the 3 extra flows are never read
+    assert ns3.read_flows("1\n1 2 3 100 10 0\n", "f.txt").unread_from is None
+
+
+def test_htsim_connections_without_id_get_htsims_ids() -> None:
+    """htsim's one.cm / bidir.cm shape (no ids): connection i keeps 10^9 + 1 + 2i (the default
+    flow takes 10^9, then a sender and a sink per connection)."""
+    text = "Nodes 16\nConnections 3\n0->13 start 0 size 2000000\n13->0 id 7 start 0 size 2000000\n1->2 start 0 size 10\n"
+    rows = htsim.parse_cm(text, "bidir.cm").rows
+    assert [r.flow_id for r in rows] == [1_000_000_001, 7, 1_000_000_005]
+
+
+def test_a_workload_that_cannot_start_within_the_time_limit_is_an_error() -> None:
+    late = {"workload": {"kind": "flows", "rows": [{"src": 0, "dst": 1, "size": "1MB", "start": "2s"}]}}
+    with pytest.raises(ScenarioError) as info:
+        validate(late)
+    assert "workload.rows[0], start = 2s: at or after run.time_limit = 100ms" in str(info.value)
+    assert validate({**late, "run": {"time_limit": "3s"}}).run.time_limit == 3 * 10**12
+    with pytest.raises(ScenarioError) as info:
+        validate({"workload": {"kind": "permutation", "size": "1MB", "start": "1s"}})
+    assert "workload.start = 1s: at or after run.time_limit = 100ms" in str(info.value)
+
+
+def _ns3_case(tmp_path: Path, flows: str, config: str | None = None) -> list[str]:
+    (tmp_path / "topology.txt").write_text(hpcc_topology())
+    (tmp_path / "flow.txt").write_text(flows)
+    args = ["import", "ns3", "-t", "topology.txt", "-w", "flow.txt", "-o", "s.toml"]
+    if config is not None:
+        (tmp_path / "config.txt").write_text(config)
+        args += ["-c", "config.txt"]
+    made = invoke(*args, cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    return [line.removeprefix("note: ") for line in made.stderr.splitlines() if line.startswith("note: ")]
+
+
+def test_import_of_flows_at_two_seconds_sets_the_limit_and_runs_them(tmp_path: Path) -> None:
+    """The regression: flows starting at 2 s ran against the default 100 ms limit and reported
+    none finished, with the limit as their 'FCT'. The import now gives 2 s + 100 ms."""
+    notes = _ns3_case(tmp_path, hpcc_flows([(1, 2, 100_000, "2"), (3, 4, 100_000, "2")], extra=2))
+    assert any(n.startswith("run.time_limit = 2.1s: the last flow starts at 2s") for n in notes)
+    assert any(n.startswith("flow.txt: lines 4-8 come after the flows") for n in notes)
+    assert any(n.startswith("topology.txt: lines 8-9 come after the links") for n in notes)
+    assert Scenario.load(tmp_path / "s.toml").run.time_limit == 2_100_000_000_000
+    ran = invoke("run", "s.toml", "--out", "r", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    flows = Result.load(tmp_path / "r").flows
+    assert flows["completed"].all() and (flows["fct_ps"] < 100 * 10**6).all()  # under 100 us, not 100 ms
+
+
+HPCC_CONFIG = """ENABLE_QCN 1
+PACKET_PAYLOAD_SIZE 1000
+TOPOLOGY_FILE mix/topology.txt
+FCT_OUTPUT_FILE mix/fct.txt
+SIMULATOR_STOP_TIME 4.00
+CC_MODE 3
+L2_ACK_INTERVAL 1
+BUFFER_SIZE 32
+ERROR_RATE_PER_LINK 0.0000
+LINK_DOWN 0 0 0
+KMAX_MAP 3 25000000000 400 50000000000 800 100000000000 1600
+"""
+
+
+def test_import_reads_hpcc_config_and_notes_each_setting_that_does_not_carry_over(tmp_path: Path) -> None:
+    notes = _ns3_case(tmp_path, hpcc_flows([(1, 2, 100_000, "2")]), HPCC_CONFIG)
+    scenario = Scenario.load(tmp_path / "s.toml")
+    # payload per packet, the switch's shared buffer (N MB = N x 2^20 B in third.cc), the stop time
+    assert scenario.transport.mtu == 1000 and scenario.switch.buffer == 32 * 2**20
+    assert scenario.run.time_limit == 4 * 10**12 and scenario.transport.ack_every == 1
+    not_carried = [n for n in notes if "is not carried over" in n]
+    assert [n.split(": ", 1)[1].split(" ", 1)[0] for n in not_carried] == [
+        "ENABLE_QCN",
+        "CC_MODE",
+        "KMAX_MAP",
+    ]
+    assert "HPCC; spraylab runs transport.cc = 'dcqcn'" in not_carried[1]
+    assert sum("-> " in n for n in notes) == 4  # the four mapped settings, one line each
+    assert not any("FILE" in n or "LINK_DOWN" in n or "ERROR_RATE" in n for n in notes)
+
+
+def test_import_without_config_names_the_transport_it_falls_back_to(tmp_path: Path) -> None:
+    notes = _ns3_case(tmp_path, hpcc_flows([(1, 2, 100_000, "0")]))
+    for text in (
+        "transport.recovery = 'gbn'",
+        "transport.cc = 'dcqcn'",
+        "transport.mtu = 4096 B",
+        "an ACK per packet",
+    ):
+        assert sum(text in n for n in notes) == 1, text
+    assert not any(n.startswith("run.time_limit") for n in notes)  # flows at 0: the default stands
+
+
+def _htsim_import(tmp_path: Path, *extra: str) -> list[str]:
+    shutil.copy(EXAMPLES / "htsim" / "leaf_spine_2to1.topo", tmp_path / "f.topo")
+    (tmp_path / "m.cm").write_text("Nodes 16\nConnections 1\n0->13 start 0 size 2000000\n")
+    made = invoke(
+        "import",
+        "htsim",
+        "-t",
+        "f.topo",
+        "-w",
+        "m.cm",
+        "--ignore",
+        "Queue_Up,Queue_Down",
+        *extra,
+        cwd=tmp_path,
+    )
+    assert made.returncode == 0, made.stderr
+    return [line.removeprefix("note: ") for line in made.stderr.splitlines() if line.startswith("note: ")]
+
+
+def test_htsim_import_notes_uec_transport_mtu_and_ack_rule(tmp_path: Path) -> None:
+    notes = _htsim_import(tmp_path)
+    assert any(n.startswith("htsim's UEC transport") for n in notes)
+    assert any(
+        n.startswith("MTU: htsim's default packet is 4150 B (4086 B payload + 64 B header)") for n in notes
+    )
+    assert any(n.startswith("ACKs: htsim ACKs when the accepted packets reach 16384 B") for n in notes)
+    matched = _htsim_import(
+        tmp_path,
+        *("--set", "transport.mtu=4086", "--set", "transport.ack_every=0"),
+        *("--set", "transport.ack_every_bytes=16384", "--set", "transport.ack_bytes=htsim"),
+    )
+    assert not any(n.startswith(("MTU:", "ACKs:")) for n in matched)
+
+
+# --- item 6: exports the peers' tools read -----------------------------------------------------
+
+FCT_TXT_LINE = re.compile(
+    r"^([0-9a-f]{8}) ([0-9a-f]{8}) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)$"
+)  # %08x %08x %u %u %lu x4
+
+
+def hpcc_standalone_ns(hops_delay_ns: list[int], hop_rates_bps: list[int], size: int, payload: int) -> int:
+    """HPCC's qp_finish formula restated, with spraylab's framing as the per-packet header."""
+    packets = -(-size // payload)
+    wire = size + packets * DATA_OVERHEAD_BYTES if size % payload == 0 or size % payload >= 2 else None
+    assert wire is not None
+    tx = sum(payload * 8 * 10**9 // r for r in hop_rates_bps)
+    return 2 * sum(hops_delay_ns) + tx + wire * 8 * 10**9 // min(hop_rates_bps)
+
+
+def test_fct_export_is_hpccs_fct_txt_and_fct_analysis_selects_every_flow(tmp_path: Path) -> None:
+    _ns3_case(
+        tmp_path,
+        hpcc_flows([(1, 2, 100_000, "0.000001"), (3, 4, 10, "0.000001"), (1, 2, 5000, "0.00001")]),
+        "PACKET_PAYLOAD_SIZE 1000\n",
+    )
+    assert invoke("run", "s.toml", "--out", "r", cwd=tmp_path).returncode == 0
+    out = invoke("export", "r", "-f", "fct", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    flows = Result.load(tmp_path / "r").flows.set_index("flow_id")
+    parsed = [FCT_TXT_LINE.match(line) for line in out.stdout.splitlines()]
+    assert len(parsed) == 3 and all(parsed)
+    rows = [m.groups() for m in parsed if m]
+    # fct_analysis.py, type 0: awk '$4==100 && $6+$7<T {print $7/$8, $5}'
+    selected = [r for r in rows if int(r[3]) == 100 and int(r[5]) + int(r[6]) < 3_000_000_000]
+    assert len(selected) == 3
+    by_start_size = {(int(r[5]), int(r[4])): r for r in rows}
+    for fid, (start_ns, size, sport) in enumerate(
+        [(1000, 100_000, 10000), (1000, 10, 10000), (10_000, 5000, 10001)]
+    ):
+        r = by_start_size[(start_ns, size)]
+        src, dst = (1, 2) if fid != 1 else (3, 4)
+        assert int(r[0], 16) == 0x0B000001 + src * 0x100 and int(r[1], 16) == 0x0B000001 + dst * 0x100
+        assert int(r[2]) == sport  # HPCC numbers each pair's flows from 10000 in start order
+        assert int(r[5]) + int(r[6]) == round(
+            flows.loc[fid, "acked_ps"] / 1000
+        )  # ends at the sender's last ACK
+        assert flows.loc[fid, "acked_ps"] > flows.loc[fid, "finish_ps"]
+        # two 1 us hops at 100 Gb/s, 1000 B payload per packet
+        assert int(r[7]) == hpcc_standalone_ns([1000, 1000], [10**11, 10**11], size, 1000)
+    assert hpcc_standalone_ns([1000, 1000], [10**11] * 2, 100_000, 1000) == 4000 + 160 + 8656
+
+
+def test_htsim_export_finishes_at_the_senders_last_ack_as_htsims_tools_parse_it(tmp_path: Path) -> None:
+    _htsim_import(tmp_path, "-o", "s.toml")
+    assert invoke("run", "s.toml", "--out", "r", cwd=tmp_path).returncode == 0
+    out = invoke("export", "r", "-f", "htsim", cwd=tmp_path)
+    flows = Result.load(tmp_path / "r").flows
+    (line,) = out.stdout.splitlines()
+    # uet-htsim's validation/analysis_and_plotting.py reads r"finished at (\d+)"
+    match = re.search(r"finished at (\d+)", line)
+    assert match and int(match.group(1)) == flows.loc[0, "acked_ps"] // 10**6
+    assert "flowId 1000000001 " in line  # m.cm has no id: htsim's own
