@@ -315,3 +315,251 @@ def test_htsim_export_finishes_at_the_senders_last_ack_as_htsims_tools_parse_it(
     match = re.search(r"finished at (\d+)", line)
     assert match and int(match.group(1)) == flows.loc[0, "acked_ps"] // 10**6
     assert "flowId 1000000001 " in line  # m.cm has no id: htsim's own
+
+
+# --- malformed input through the command line: exit 2, one error line naming key and value ----
+
+NS3_TOPO = (
+    "5 1 4\n0\n0 1 100Gbps 1000ns 0\n0 2 100Gbps 1000ns 0\n0 3 100Gbps 1000ns 0\n0 4 100Gbps 1000ns 0\n"
+)
+NS3_FLOWS = "2\n1 2 3 100 1000 0\n3 4 3 100 1000 0\n"
+CM_HEAD = "Nodes 16\nConnections 1\n"
+
+
+def _topo(old: str, new: str) -> dict[str, str]:
+    text = NS3_TOPO.replace(old, new, 1)
+    assert text != NS3_TOPO
+    return {"topology.txt": text}
+
+
+def _flows(text: str) -> dict[str, str]:
+    return {"flow.txt": text}
+
+
+def _cm(body: str, head: str = CM_HEAD) -> dict[str, str]:
+    return {"m.cm": head + body}
+
+
+def _config(text: str) -> dict[str, str]:
+    return {"config.txt": text}
+
+
+NS3 = ("import", "ns3", "-t", "topology.txt", "-w", "flow.txt")
+NS3_CONFIG = (*NS3, "-c", "config.txt")
+HTSIM = ("import", "htsim", "-t", "f.topo", "-w", "m.cm", "--ignore", "Queue_Up,Queue_Down")
+
+# name: (args, files replacing the valid ones, what the error line must contain)
+MALFORMED: dict[str, tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]] = {
+    # htsim connection matrices, by htsim's reader's rules
+    "cm_id_zero": (HTSIM, _cm("0->5 id 0 start 0 size 10\n"), ("m.cm line 3, id = 0", "1..999999999")),
+    "cm_id_dynamic": (HTSIM, _cm("0->5 id 1000000000 start 0 size 10\n"), ("id = 1000000000", "from 10^9")),
+    "cm_trigger_without_id": (
+        HTSIM,
+        _cm(
+            "0->5 id 1 start 0 size 10 send_done_trigger 1\n1->6 trigger 1 size 10\ntrigger id 1 oneshot\n",
+            "Nodes 16\nConnections 2\nTriggers 1\n",
+        ),
+        ("m.cm line 5: no id", "started by a trigger"),
+    ),
+    "cm_id_negative": (HTSIM, _cm("0->5 id -1 start 0 size 10\n"), ("id = '-1'", "whole number")),
+    "cm_no_size": (HTSIM, _cm("0->5 id 1 start 0\n"), ("m.cm line 3: no size",)),
+    "cm_size_zero": (HTSIM, _cm("0->5 id 1 start 0 size 0\n"), ("size = '0'", ">= 1")),
+    "cm_start_negative": (HTSIM, _cm("0->5 id 1 start -5 size 10\n"), ("start = '-5'", "microseconds")),
+    "cm_start_word": (HTSIM, _cm("0->5 id 1 start soon size 10\n"), ("start = 'soon'",)),
+    "cm_unknown_key": (
+        HTSIM,
+        _cm("0->5 id 1 start 0 size 10 prio 3\n"),
+        ("prio = '3'", "allowed: id, start"),
+    ),
+    "cm_key_without_value": (HTSIM, _cm("0->5 id 1 start 0 size\n"), ("key 'size' has no value",)),
+    "cm_dst_off_fabric": (HTSIM, _cm("0->99 id 1 start 0 size 10\n"), ("dst = 99", "below 16")),
+    "cm_src_is_dst": (HTSIM, _cm("3->3 id 1 start 0 size 10\n"), ("dst = 3", "equals src")),
+    "cm_duplicate_id": (
+        HTSIM,
+        _cm("0->5 id 4 start 0 size 10\n1->6 id 4 start 0 size 10\n", "Nodes 16\nConnections 2\n"),
+        ("m.cm line 4, id = 4", "repeats the id of m.cm line 3"),
+    ),
+    "cm_connections_count": (
+        HTSIM,
+        _cm("0->5 id 1 start 0 size 10\n", "Nodes 16\nConnections 2\n"),
+        ("Connections = 2", "has 1"),
+    ),
+    "cm_no_nodes": (HTSIM, _cm("0->5 id 1 start 0 size 10\n", "Connections 1\n"), ("no 'Nodes N' line",)),
+    "cm_nodes_twice": (
+        HTSIM,
+        _cm("0->5 id 1 start 0 size 10\n", "Nodes 16\nNodes 16\nConnections 1\n"),
+        ("Nodes is given twice",),
+    ),
+    "cm_unknown_trigger": (
+        HTSIM,
+        _cm("0->5 id 1 trigger 9 size 10\n"),
+        ("trigger = 9", "no trigger line defines"),
+    ),
+    "cm_not_a_line": (
+        HTSIM,
+        _cm("flows go here\n"),
+        ("m.cm line 3: 'flows' is not a connection matrix line",),
+    ),
+    "cm_late_start": (
+        (*HTSIM, "--set", "run.time_limit=1us"),
+        _cm("0->5 id 1 start 5 size 10\n"),
+        ("m.cm line 3, start = 5us", "at or after run.time_limit = 1us"),
+    ),
+    # HPCC topology.txt
+    "topo_head_two_numbers": (NS3, _topo("5 1 4", "5 1"), ("topology.txt line 1", "'nodes switches links'")),
+    "topo_switch_count": (
+        NS3,
+        _topo("5 1 4\n0\n", "5 2 4\n0\n"),
+        ("topology.txt line 2: 1 switch ids", "says 2"),
+    ),
+    "topo_switch_id_beyond": (NS3, _topo("5 1 4\n0\n", "5 1 4\n7\n"), ("switch id = 7", "below 5")),
+    "topo_link_four_fields": (
+        NS3,
+        _topo("0 1 100Gbps 1000ns 0", "0 1 100Gbps 1000ns"),
+        ("topology.txt line 3", "five fields"),
+    ),
+    "topo_too_few_links": (NS3, _topo("5 1 4", "5 1 5"), ("says 5 links, the file has 4",)),
+    "topo_bad_rate": (NS3, _topo("0 1 100Gbps", "0 1 fastGbps"), ("rate = 'fastGbps'", "such as 100Gbps")),
+    "topo_bad_delay": (
+        NS3,
+        _topo("0 1 100Gbps 1000ns", "0 1 100Gbps soon"),
+        ("delay = 'soon'", "such as 1000ns"),
+    ),
+    "topo_error_rate": (
+        NS3,
+        _topo("0 1 100Gbps 1000ns 0", "0 1 100Gbps 1000ns 0.01"),
+        ("error_rate = '0.01'", "topology.events"),
+    ),
+    "topo_self_link": (NS3, _topo("0 1 100Gbps", "1 1 100Gbps"), ("b = 1", "equals a")),
+    "topo_node_beyond": (NS3, _topo("0 4 100Gbps", "0 9 100Gbps"), ("b = 9", "below 5")),
+    "topo_empty": (NS3, {"topology.txt": ""}, ("topology.txt: too short",)),
+    "topo_host_two_links": (NS3, _topo("0 4 100Gbps", "3 4 100Gbps"), ("links two hosts (3 and 4)",)),
+    # HPCC flow.txt
+    "flows_head_two_numbers": (
+        NS3,
+        _flows("2 2\n1 2 3 100 1000 0\n3 4 3 100 1000 0\n"),
+        ("flow.txt line 1", "one number"),
+    ),
+    "flows_fewer_than_counted": (
+        NS3,
+        _flows("3\n1 2 3 100 1000 0\n3 4 3 100 1000 0\n"),
+        ("says 3 flows, the file has 2",),
+    ),
+    "flows_five_fields": (NS3, _flows("1\n1 2 3 100 1000\n"), ("flow.txt line 2", "six fields")),
+    "flows_two_pgs": (
+        NS3,
+        _flows("2\n1 2 3 100 1000 0\n3 4 2 100 1000 0\n"),
+        ("pg = 2", "one data priority class"),
+    ),
+    "flows_size_zero": (NS3, _flows("1\n1 2 3 100 0 0\n"), ("size = '0'", ">= 1")),
+    "flows_negative_start": (NS3, _flows("1\n1 2 3 100 1000 -2\n"), ("start_s = '-2'", ">= 0 in seconds")),
+    "flows_to_a_switch": (
+        NS3,
+        _flows("1\n1 0 3 100 1000 0\n"),
+        ("dst = 0", "not a host of the topology file"),
+    ),
+    "flows_bad_dport": (NS3, _flows("1\n1 2 3 http 1000 0\n"), ("dport = 'http'", "whole number")),
+    "flows_empty": (NS3, _flows(""), ("flow.txt: empty",)),
+    "flows_late_with_set_limit": (
+        (*NS3, "--set", "run.time_limit=1s"),
+        _flows("1\n1 2 3 100 1000 2\n"),
+        ("flow.txt line 2, start = 2s", "run.time_limit = 1s"),
+    ),
+    # HPCC config.txt
+    "config_bad_payload": (
+        NS3_CONFIG,
+        _config("PACKET_PAYLOAD_SIZE big\n"),
+        ("config.txt line 1, PACKET_PAYLOAD_SIZE = 'big'", "whole number"),
+    ),
+    "config_zero_buffer": (NS3_CONFIG, _config("BUFFER_SIZE 0\n"), ("BUFFER_SIZE = '0'", ">= 1")),
+    "config_negative_stop": (
+        NS3_CONFIG,
+        _config("SIMULATOR_STOP_TIME -1\n"),
+        ("SIMULATOR_STOP_TIME = '-1'", "number >= 0"),
+    ),
+    "config_zero_stop": (
+        NS3_CONFIG,
+        _config("SIMULATOR_STOP_TIME 0\n"),
+        ("SIMULATOR_STOP_TIME = '0'", "> 0 seconds"),
+    ),
+    "config_key_without_value": (
+        NS3_CONFIG,
+        _config("CC_MODE\n"),
+        ("config.txt line 1: CC_MODE has no value",),
+    ),
+    "config_key_twice": (
+        NS3_CONFIG,
+        _config("CC_MODE 1\nCC_MODE 3\n"),
+        ("config.txt line 2: CC_MODE is given twice",),
+    ),
+    "config_not_a_key": (NS3_CONFIG, _config("hello world\n"), ("'hello' is not a config key",)),
+    "config_stop_before_flows": (
+        NS3_CONFIG,
+        {**_config("SIMULATOR_STOP_TIME 0.5\n"), **_flows("1\n1 2 3 100 1000 1\n")},
+        ("start = 1s", "run.time_limit = 500ms"),
+    ),
+    "config_missing": (
+        ("import", "ns3", "-t", "topology.txt", "-w", "flow.txt", "-c", "nope.txt"),
+        {},
+        ("nope.txt", "cannot read"),
+    ),
+    "config_for_htsim": (
+        (*HTSIM, "-c", "config.txt"),
+        _config("CC_MODE 1\n"),
+        ("--config config.txt", "import ns3"),
+    ),
+    # the ACK rule
+    "ack_bytes_unknown": (
+        (
+            *NS3,
+            "--set",
+            "transport.ack_bytes=frames",
+            "--set",
+            "transport.ack_every=0",
+            "--set",
+            "transport.ack_every_bytes=16384",
+        ),
+        {},
+        ("transport.ack_bytes", "frames"),
+    ),
+    "ack_bytes_without_threshold": (
+        (*NS3, "--set", "transport.ack_bytes=htsim"),
+        {},
+        ("transport.ack_bytes = 'htsim'", "ack_every_bytes = 0"),
+    ),
+}
+
+
+def test_the_malformed_table_has_at_least_forty_import_cases() -> None:
+    assert len(MALFORMED) >= 40
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_malformed_import_input_is_one_error_line(name: str, tmp_path: Path) -> None:
+    args, files, expect = MALFORMED[name]
+    shutil.copy(EXAMPLES / "htsim" / "leaf_spine_2to1.topo", tmp_path / "f.topo")
+    valid = {"topology.txt": NS3_TOPO, "flow.txt": NS3_FLOWS, "m.cm": CM_HEAD + "0->5 id 1 start 0 size 10\n"}
+    for file, text in {**valid, **files}.items():
+        (tmp_path / file).write_text(text)
+    got = invoke(*args, cwd=tmp_path)
+    assert "Traceback" not in got.stdout + got.stderr, got.stderr
+    assert got.returncode == 2, (got.returncode, got.stderr)
+    lines = [line for line in got.stderr.splitlines() if line.strip() and not line.startswith("note:")]
+    assert len(lines) == 1 and lines[0].startswith("error:"), lines
+    for text in expect:
+        assert text in lines[0], (text, lines[0])
+
+
+def test_fct_export_of_a_run_whose_inputs_changed_is_one_error_line(tmp_path: Path) -> None:
+    """HPCC's standalone FCT needs the run's fabric: when the imported files changed since the
+    run, the fct layout refuses (exit 2) rather than write another formula's numbers."""
+    _ns3_case(tmp_path, hpcc_flows([(1, 2, 10_000, "0")]))
+    assert invoke("run", "s.toml", "--out", "r", cwd=tmp_path).returncode == 0
+    (tmp_path / "topology.txt").write_text(hpcc_topology(hosts=4).replace("100Gbps", "200Gbps"))
+    got = invoke("export", "r", "-f", "fct", cwd=tmp_path)
+    assert got.returncode == 2 and "Traceback" not in got.stderr
+    assert (
+        got.stderr.startswith("error: --format fct: needs the run's fabric")
+        and len(got.stderr.splitlines()) == 1
+    )
+    assert invoke("export", "r", "-f", "htsim", cwd=tmp_path).returncode == 0  # names only: a note

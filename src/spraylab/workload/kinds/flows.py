@@ -195,8 +195,9 @@ class FlowsWorkload(WorkloadSection):
             return None
         count = sum(r.start_ps >= time_limit_ps for r in self._rows)
         name = Path(self.file).name if self.file else where
+        key = f"{where}.file = {name!r}: " if self.file else ""
         return (
-            f"{late.where}, start = {format_time(late.start_ps)}: at or after run.time_limit = "
+            f"{key}{late.where}, start = {format_time(late.start_ps)}: at or after run.time_limit = "
             f"{format_time(time_limit_ps)} ({count} of the {len(self._rows)} flows of {name} start that late), "
             "so they could never start; raise run.time_limit"
         )
