@@ -563,3 +563,14 @@ def test_fct_export_of_a_run_whose_inputs_changed_is_one_error_line(tmp_path: Pa
         and len(got.stderr.splitlines()) == 1
     )
     assert invoke("export", "r", "-f", "htsim", cwd=tmp_path).returncode == 0  # names only: a note
+
+
+def test_export_of_a_run_without_acks_is_one_error_line(tmp_path: Path) -> None:
+    """The fluid engine models no ACKs (acked_ps is empty): neither peer's completion exists."""
+    _ns3_case(tmp_path, hpcc_flows([(1, 2, 10_000, "0")]))
+    ran = invoke("run", "s.toml", "--out", "r", "--set", "run.engine=fluid", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    for layout in ("fct", "htsim"):
+        got = invoke("export", "r", "-f", layout, cwd=tmp_path)
+        assert got.returncode == 2 and len(got.stderr.splitlines()) == 1
+        assert got.stderr.startswith(f"error: --format {layout}: the run has no acked_ps")

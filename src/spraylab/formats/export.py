@@ -115,7 +115,8 @@ def _hpcc_lines(flows: pd.DataFrame, done: pd.DataFrame, naming: Naming) -> list
     # HPCC numbers each pair's flows from port 10000 as they start (flow.txt order)
     sport: dict[int, int] = {}
     pair_count: dict[tuple[int, int], int] = {}
-    for f in flows.sort_values(["start_ps", "flow_id"], kind="stable").itertuples(index=False):
+    started = flows[flows["start_ps"] >= 0]  # a flow that never started never took a port
+    for f in started.sort_values(["start_ps", "flow_id"], kind="stable").itertuples(index=False):
         pair = (int(f.src), int(f.dst))
         sport[int(f.flow_id)] = FIRST_SPORT + pair_count.get(pair, 0)
         pair_count[pair] = pair_count.get(pair, 0) + 1
@@ -137,6 +138,12 @@ def _hpcc_lines(flows: pd.DataFrame, done: pd.DataFrame, naming: Naming) -> list
 def export(flows: pd.DataFrame, scenario: dict[str, Any], layout: str) -> Exported:
     """The run's flows in ``layout`` (fct or htsim), finished as the peer defines it: when the
     sender had every byte acknowledged."""
+    if len(flows) and flows["acked_ps"].isna().all():
+        # fluid / l0 engines model no ACKs; the peers' completion is the sender's last ACK
+        raise ExportError(
+            f"--format {layout}: the run has no acked_ps (its engine models no ACKs); HPCC and htsim "
+            "complete a flow at the sender's last ACK: export a run of run.engine = 'packet'"
+        )
     done = flows[flows["acked_ps"] >= 0].sort_values(["acked_ps", "flow_id"], kind="stable")
     naming = _names(scenario)
     if layout == "fct":
