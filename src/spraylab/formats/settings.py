@@ -47,6 +47,25 @@ HPCC_OUTPUT_KEYS = frozenset(
 # Read by third.cc, but the links take their rate and delay from topology.txt.
 HPCC_LINK_KEYS = frozenset({"DATA_RATE", "LINK_DELAY"})
 HPCC_CC_MODES = {1: "DCQCN", 3: "HPCC", 7: "TIMELY", 8: "DCTCP", 10: "HPCC-PINT"}
+# The nearest spraylab key of settings that do not map exactly (units or model differ: e.g.
+# spraylab's DCQCN steps and ECN thresholds are per 100 Gb/s of line rate, HPCC's per map entry;
+# docs/congestion-control.md compares them), named in the note so a user can decide.
+HPCC_NEAREST = {
+    "ENABLE_QCN": "switch.ecn",
+    "USE_DYNAMIC_PFC_THRESHOLD": "switch.lossless, switch.pfc_xoff",
+    "ALPHA_RESUME_INTERVAL": "transport.dcqcn.alpha_timer",
+    "RATE_DECREASE_INTERVAL": "transport.dcqcn.rate_decrease_interval",
+    "RP_TIMER": "transport.dcqcn.increase_timer",
+    "EWMA_GAIN": "transport.dcqcn.g",
+    "FAST_RECOVERY_TIMES": "transport.dcqcn.fast_recovery_rounds",
+    "RATE_AI": "transport.dcqcn.rate_ai_per_100g",
+    "RATE_HAI": "transport.dcqcn.rate_hai_per_100g",
+    "MIN_RATE": "transport.dcqcn.min_rate",
+    "KMIN_MAP": "switch.ecn_kmin_per_100g",
+    "KMAX_MAP": "switch.ecn_kmax_per_100g",
+    "PMAX_MAP": "switch.ecn_pmax",
+    "HAS_WIN": "transport.window",
+}
 
 
 @dataclass
@@ -160,6 +179,8 @@ def hpcc_config_notes(cfg: HpccConfig, transport: dict[str, Any]) -> list[str]:
             what = "random loss on every link; give it as topology.events entries (action = 'loss')"
         elif key == "LINK_DOWN":
             what = "a link failure; give it as a topology.events entry (action = 'down')"
+        elif key in HPCC_NEAREST:
+            what = f"not the same setting; the nearest is {HPCC_NEAREST[key]} (--set it if it should match)"
         else:
             what = "no spraylab equivalent (docs/formats.md lists what maps)"
         notes.append(f"{where}: {key} {value} is not carried over: {what}")
