@@ -48,8 +48,9 @@ def test_import_htsim_writes_a_scenario_that_runs_the_files_as_they_are(tmp_path
 
 
 def test_import_ns3_and_export_fct_with_ns3_node_ids(tmp_path: Path) -> None:
-    """A run of an ns-3 import exports fct.txt in ns-3 node ids: flow.txt's first flow is node 4
-    -> node 8 (hosts 0 -> 4 inside spraylab), and its FCT in ns is the run's in ps / 1000."""
+    """A run of an ns-3 import exports HPCC's fct.txt in ns-3 node ids: flow.txt's first flow is
+    node 4 -> node 8 (hosts 0 -> 4 inside spraylab), addressed as HPCC addresses nodes, and its
+    FCT ends at the sender's last ACK, in whole ns."""
     _copy(tmp_path, "ns3")
     made = invoke(
         "import", "ns3", "-t", "ns3/topology.txt", "-w", "ns3/flow.txt", "--out", "s.toml", cwd=tmp_path
@@ -63,13 +64,14 @@ def test_import_ns3_and_export_fct_with_ns3_node_ids(tmp_path: Path) -> None:
     assert exported.returncode == 0, exported.stderr
     flows = Result.load(tmp_path / "r").flows.set_index("flow_id")
     lines = [line.split() for line in exported.stdout.splitlines()]
-    assert len(lines) == 6 and all(len(f) == 6 for f in lines)
-    by_pair = {(int(f[0]), int(f[1]), float(f[3])): f for f in lines}
-    first = by_pair[(4, 8, 1000.0)]  # start 0.000001 s = 1000 ns
-    assert int(first[2]) == 300_000
-    assert round(float(first[4]) * 1000) == flows.loc[0, "fct_ps"]
-    assert round(float(first[5]) * 1000) == flows.loc[0, "ideal_fct_ps"]
-    assert {int(f[1]) for f in lines} <= set(range(4, 12))
+    assert len(lines) == 6 and all(len(f) == 8 for f in lines)
+    # node n's address: 0x0b000001 + (n // 256) * 0x10000 + (n % 256) * 0x100
+    by_pair = {(f[0], f[1], int(f[5])): f for f in lines}
+    first = by_pair[("0b000401", "0b000801", 1000)]  # start 0.000001 s = 1000 ns
+    assert int(first[4]) == 300_000 and first[2:4] == ["10000", "100"]
+    end_ns = round(flows.loc[0, "acked_ps"] / 1000)
+    assert int(first[5]) + int(first[6]) == end_ns
+    assert {int(f[1], 16) for f in lines} <= {0x0B000001 + n * 0x100 for n in range(4, 12)}
 
 
 def test_export_htsim_lines_keep_the_connection_matrix_ids(tmp_path: Path) -> None:
@@ -84,9 +86,10 @@ def test_export_htsim_lines_keep_the_connection_matrix_ids(tmp_path: Path) -> No
         assert tokens[0] == "Flow" and tokens[2] == "flowId" and tokens[8:10] == ["finished", "at"]
         seen[int(tokens[3])] = (float(tokens[10]), float(tokens[12]))
     assert sorted(seen) == list(range(1, 9))  # two_phase.cm's ids, not spraylab's 0..7
-    for i, row in flows.iterrows():
+    for i, row in flows.iterrows():  # htsim's "finished at" is the sender's last ACK
         finish_us, fct_us = seen[i + 1]
-        assert round(finish_us * 10**6) == row["finish_ps"] and round(fct_us * 10**6) == row["fct_ps"]
+        assert round(finish_us * 10**6) == row["acked_ps"]
+        assert round(fct_us * 10**6) == row["acked_ps"] - row["start_ps"]
     assert invoke("export", "r", "-f", "pcap", cwd=tmp_path).returncode == 2
 
 

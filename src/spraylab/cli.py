@@ -865,10 +865,19 @@ def import_command(
             "--ignore", help="htsim keys to read and drop, e.g. Queue_Up,Queue_Down (= topology.ignore)"
         ),
     ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="ns3: HPCC's config.txt; its payload size, buffer and stop time carry over, the rest is noted",
+        ),
+    ] = None,
     set_: SetOption = None,
 ) -> None:
     """Write a scenario that runs an htsim or ns-3 topology and flow file as they are. Every
-    line is checked now; a field spraylab cannot model is an error naming its line."""
+    line is checked now; a field spraylab cannot model is an error naming its line, and each
+    setting of the peer's run that does not carry over is a note."""
     import tomli_w
 
     from spraylab.card import scenario_card
@@ -884,7 +893,7 @@ def import_command(
     if base is not None:
         base_data = read_base(str(example_path(base)) if base.startswith(EXAMPLE_PREFIX) else base)
     data, scenario, notes = import_scenario(
-        tool, topology, flows, out, base_data, _split(ignore), parse_overrides(set_)
+        tool, topology, flows, out, base_data, _split(ignore), parse_overrides(set_), config
     )
     text = tomli_w.dumps(data)
     header = (
@@ -907,12 +916,12 @@ def import_command(
 def export_command(
     result: Annotated[Path, typer.Argument(help="A run's result directory (spraylab run --out DIR)")],
     layout: Annotated[
-        str, typer.Option("--format", "-f", help="fct (ns-3 fct.txt layout) or htsim (per-flow finish lines)")
+        str, typer.Option("--format", "-f", help="fct (HPCC ns-3 fct.txt) or htsim (per-flow finish lines)")
     ] = "fct",
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: print)")] = None,
 ) -> None:
     """Write a run's per-flow results as ns-3's fct.txt or htsim's finish lines."""
-    from spraylab.formats.export import export
+    from spraylab.formats.export import ExportError, export
     from spraylab.metrics.result import Result
 
     if layout not in ("fct", "htsim"):
@@ -923,10 +932,13 @@ def export_command(
         loaded = Result.load(result)
     except FileNotFoundError as exc:
         raise UsageError(str(exc)) from None
-    exported = export(loaded.flows, loaded.scenario, layout)
+    try:
+        exported = export(loaded.flows, loaded.scenario, layout)
+    except ExportError as exc:
+        raise UsageError(str(exc)) from None
     if exported.left_out:
         err_console.print(
-            f"note: {exported.left_out} flows did not finish and are not listed",
+            f"note: {exported.left_out} flows were not acknowledged to their senders (unfinished) and are not listed",
             markup=False,
             highlight=False,
         )

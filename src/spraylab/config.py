@@ -181,6 +181,7 @@ class TransportSection(Section):
     ack_every: int = param(_TRANSPORT, "ack_every", ge=0)
     ack_every_bytes: Bytes = param(_TRANSPORT, "ack_every_bytes")
     ack_delay: TimePs = param(_TRANSPORT, "ack_delay_ps")
+    ack_bytes: Literal["payload", "wire", "htsim"] = param(_TRANSPORT, "ack_bytes")
     window: BytesOrBdp = param(_TRANSPORT, "window_bytes")
     dcqcn: DcqcnSection = DcqcnSection()
 
@@ -200,6 +201,11 @@ class TransportSection(Section):
 
     @model_validator(mode="after")
     def _coalescing(self) -> TransportSection:
+        if self.ack_bytes != "payload" and not self.ack_every_bytes:
+            raise ValueError(
+                f"transport.ack_bytes = {self.ack_bytes!r}: says which bytes ack_every_bytes counts, "
+                "but ack_every_bytes = 0 (off); set ack_every_bytes or leave ack_bytes = 'payload'"
+            )
         for key, value in (("ack_every_bytes", self.ack_every_bytes), ("ack_delay", self.ack_delay)):
             if value and self.ack_every == 1:
                 raise ValueError(
@@ -212,6 +218,14 @@ class TransportSection(Section):
                 "be acknowledged before the last packet; set ack_every >= 1, ack_every_bytes or ack_delay"
             )
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out at its default, so scenarios written before the option stay the same runs.
+        data = handler(self)
+        if self.ack_bytes == "payload":
+            data.pop("ack_bytes", None)
+        return data
 
     def to_params(self) -> TransportParams:
         return to_params(self, TransportParams, dcqcn=self.dcqcn.to_params())
@@ -377,6 +391,11 @@ class Scenario(Section):
             raise ValueError("workload = []: no workload; give at least one [workload] table")
         for i, w in enumerate(self.workload):
             w.check_fabric(self.topology, n, f"workload[{i}]" if len(self.workload) > 1 else "workload")
+            late = w.late_start(
+                self.run.time_limit, f"workload[{i}]" if len(self.workload) > 1 else "workload"
+            )
+            if late:
+                raise ValueError(late)
         strategies = {getattr(w, "strategy", None) for w in self.workload}
         if self.lb.scheme == "ecmp" and {"rail_spray", "rail_local"} <= strategies:
             raise ValueError(

@@ -135,7 +135,8 @@ KEY_DOCS: dict[str, str] = {
     "transport.nack_timer": "at most one NACK per expected PSN within this time",
     "transport.rto": "retransmission timeout, from the last progress",
     "transport.ack_every": "an ACK per this many accepted packets (0 = off)",
-    "transport.ack_every_bytes": "an ACK per this many payload bytes (0 = off)",
+    "transport.ack_every_bytes": "an ACK per this many counted bytes (0 = off; which bytes: ack_bytes)",
+    "transport.ack_bytes": 'bytes ack_every_bytes counts per data packet: "payload", "wire" (+82 B RoCEv2 framing) or "htsim" (+64 B, htsim UEC\'s count)',
     "transport.ack_delay": "an ACK this long after the first unacknowledged packet (0 = off)",
     "transport.window": 'cap on bytes in flight per flow: 0 = none, "bdp" = one base round trip of its route at line rate',
     "transport.dcqcn": "DCQCN reaction-point parameters (docs/congestion-control.md)",
@@ -491,20 +492,22 @@ COMPARE_COLUMN_DOCS: dict[str, str] = {
     "<column>": "one per scheme/variant (run: `scheme/recovery`): the raw value",
 }
 FCT_COLUMN_DOCS: dict[str, str] = {
-    "src": "sending host (ns-3 node id for runs imported from ns-3)",
-    "dst": "receiving host (likewise)",
+    "sip": "source IPv4 address as HPCC numbers node n (0x0b000001 + (n / 256) x 0x10000 + (n % 256) x 0x100), 8 hex digits; n is the ns-3 node id for runs imported from ns-3, else the host id",
+    "dip": "destination address, likewise",
+    "sport": "source port: 10000 + the flow's rank among its source-destination pair's flows in start order (HPCC's numbering)",
+    "dport": "flow.txt's dport for runs imported from ns-3, else 100 (the dport HPCC's fct_analysis.py selects)",
     "size": "message size, bytes",
-    "start_ns": "start time, ns (exact: up to three decimals)",
-    "fct_ns": "flow completion time, ns",
-    "standalone_fct_ns": "FCT alone on the idle fabric (ideal_fct_ps), ns",
+    "start_ns": "start time, whole ns (rounded to the nearest)",
+    "fct_ns": "flow completion time as HPCC defines it: the sender's last ACK (acked_ps, rounded to the ns) - start_ns",
+    "standalone_fct_ns": "HPCC's standalone FCT: 2 x one-way propagation delay + one MTU payload's serialization per hop + the message's wire bytes at the bottleneck rate, ns (spraylab.formats.standalone)",
 }
 HTSIM_LINE_DOCS: dict[str, str] = {
     "Flow": "`flow_<src>_<dst>`",
-    "flowId": "the connection matrix's id when the flows came from one, else spraylab's flow id",
+    "flowId": "the connection matrix's id when the flows came from one (htsim's own id for a connection without one), else spraylab's flow id",
     "size": "bytes",
     "start": "start time, us",
-    "finished at": "finish time, us",
-    "fct": "flow completion time, us",
+    "finished at": "when the sender had every byte acknowledged (acked_ps), us, as htsim prints it",
+    "fct": "finished at - start, us",
 }
 
 
@@ -546,9 +549,9 @@ def column_dictionary() -> str:
             "as `card`, the rows as `rows` (`metric`, `key`, `unit`, `values` by column) and, for runs, the full "
             "summaries as `summaries`.\n",
             _table(COMPARE_COLUMN_DOCS),
-            "## `spraylab export --format fct` (ns-3 fct.txt layout, space-separated, no header)\n",
+            "## `spraylab export --format fct` (HPCC ns-3 fct.txt layout, space-separated, no header)\n",
             _table(FCT_COLUMN_DOCS),
-            "## `spraylab export --format htsim` (one line per finished flow)\n",
+            "## `spraylab export --format htsim` (one line per flow its sender saw acknowledged)\n",
             _table(HTSIM_LINE_DOCS, "field"),
         ]
     )

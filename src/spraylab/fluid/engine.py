@@ -40,6 +40,7 @@ from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_words,
 from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_rows, solver_named
 from spraylab.fluid.warm import WarmSolver
 from spraylab.net.framing import data_wire_bytes
+from spraylab.transport.params import ACK_COUNTED_HEADER_BYTES
 from spraylab.workload.build import GroupInfo, build_flows
 from spraylab.workload.flows import FlowSpec
 
@@ -157,7 +158,8 @@ def prepare(scenario: Any) -> FluidRun:
     if scenario.run.fluid_acks:
         t = scenario.transport
         mtu = t.mtu
-        per_ack = packets_per_ack(t.ack_every, t.ack_every_bytes, mtu)
+        # the receiver counts each packet's payload plus the header transport.ack_bytes names
+        per_ack = packets_per_ack(t.ack_every, t.ack_every_bytes, mtu + ACK_COUNTED_HEADER_BYTES[t.ack_bytes])
         ack_ratio = [
             ack_bytes_per_byte(max(1, -(-f.size_bytes // mtu)), wire_bytes(f.size_bytes, mtu), per_ack)
             for f in flows

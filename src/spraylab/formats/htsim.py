@@ -12,7 +12,9 @@ Connection matrix::
     2->7 id 3 trigger 1 size 1000000
     trigger id 1 barrier 2
 
-``start`` is in microseconds (decimals allowed), ``size`` in bytes. A connection with
+``start`` is in microseconds (decimals allowed), ``size`` in bytes. ``id`` is optional, as
+in htsim: a connection without one keeps the flow id htsim's UEC driver gives it
+(:func:`htsim_dynamic_id`); ids in the file must be 1..10^9-1, as htsim requires. A connection with
 ``trigger T`` starts when trigger T fires instead of at a time. ``send_done_trigger T`` and
 ``recv_done_trigger T`` make a connection's completion activate trigger T. A ``barrier N``
 trigger fires after N activations; a ``oneshot`` trigger at the first. spraylab's flows wait
@@ -38,6 +40,18 @@ from spraylab.topology.fabric import Fabric
 _CONNECTION = re.compile(r"(\d+)\s*->\s*(\d+)$")
 TRIGGER_KINDS = ("oneshot", "barrier", "multishot")
 CONNECTION_KEYS = ("id", "start", "size", "trigger", "send_done_trigger", "recv_done_trigger")
+# htsim hands out flow ids from 10^9 (FLOW_ID_DYNAMIC_BASE) and refuses ids from the file at
+# or above it, and id 0 (its "no id").
+DYNAMIC_ID_BASE = 10**9
+
+
+def htsim_dynamic_id(index: int) -> int:
+    """The flow id htsim's UEC driver (``main_uec``, without ``-conn_reuse``) gives the
+    ``index``-th connection (0-based, file order) when the file has no ``id`` for it: every
+    PacketFlow takes the next id from 10^9 when it is made, the static default flow first,
+    then a sender and a sink per connection, and a connection without ``id`` keeps its
+    sender's."""
+    return DYNAMIC_ID_BASE + 1 + 2 * index
 
 
 @dataclass
@@ -139,12 +153,23 @@ def parse_cm(text: str, name: str) -> ConnectionMatrix:
     activators: dict[int, list[int]] = {tid: [] for tid in triggers}
     signals: set[str] = set()
     ids: list[int] = []
-    for where, fields, _src, _dst in conns:
-        if "id" not in fields:
-            raise FormatError(f"{where}: no id; every connection needs 'id N'")
+    for index, (where, fields, _src, _dst) in enumerate(conns):
         if "size" not in fields:
             raise FormatError(f"{where}: no size; every connection needs 'size BYTES'")
-        cid = parse_int(where, "id", fields["id"])
+        if "id" in fields:
+            cid = parse_int(where, "id", fields["id"])
+            if not 0 < cid < DYNAMIC_ID_BASE:
+                raise field_error(
+                    where,
+                    "id",
+                    cid,
+                    f"htsim takes flow ids 1..{DYNAMIC_ID_BASE - 1} (it numbers its own from 10^9)",
+                )
+        elif "trigger" in fields:
+            # htsim asserts a triggered connection has an id (its trigger lists targets by id)
+            raise FormatError(f"{where}: no id; htsim needs 'id N' on a connection started by a trigger")
+        else:
+            cid = htsim_dynamic_id(index)
         ids.append(cid)
         for key in ("send_done_trigger", "recv_done_trigger"):
             if key in fields:

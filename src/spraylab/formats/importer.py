@@ -22,6 +22,26 @@ def _relative(path: Path, out_dir: Path) -> str:
         return str(path.resolve())
 
 
+def _last_start_ps(tool: str, flows: Path) -> int | None:
+    """The latest start time of the flow file, or None if it cannot be read (validation then
+    reports why, naming the key)."""
+    from spraylab.formats.rows import FormatError
+    from spraylab.workload.kinds.flows import parse_file
+
+    try:
+        rows, _nodes = parse_file(flows, flows.read_bytes(), "htsim" if tool == "htsim" else "ns3")
+    except (OSError, FormatError):
+        return None
+    return max((r.start_ps for r in rows), default=0)
+
+
+def _time_text(ps: int) -> str | int:
+    from spraylab.units import format_time, parse_time_ps
+
+    text = format_time(ps)
+    return text if parse_time_ps(text) == ps else ps
+
+
 def import_scenario(
     tool: str,
     topology: Path | None,
@@ -30,12 +50,29 @@ def import_scenario(
     base: dict[str, Any] | None = None,
     ignore: list[str] | None = None,
     overrides: dict[str, Any] | None = None,
+    config: Path | None = None,
 ) -> tuple[dict[str, Any], Scenario, list[str]]:
     """The scenario dict to write (paths relative to ``out``'s directory), the validated
-    scenario, and notes on how the input maps onto spraylab."""
+    scenario, and notes on how the input maps onto spraylab: one per setting of the peer's
+    run that does not carry over (formats.settings)."""
+    from spraylab.config import RunSection
+    from spraylab.formats import settings
+
     out_dir = (out.parent if out is not None else Path.cwd()).resolve()
     data: dict[str, Any] = {k: v for k, v in (base or {}).items()}
     notes: list[str] = []
+    mapped: dict[str, Any] = {}
+    hpcc = None
+    if config is not None:
+        if tool != "ns3":
+            raise ScenarioError([f"--config {config}: is HPCC's config.txt (import ns3); htsim has none"])
+        from spraylab.formats.rows import FormatError, read_bytes
+
+        try:
+            hpcc = settings.parse_hpcc_config(read_bytes(config).decode("utf-8", "replace"), config.name)
+            mapped = settings.hpcc_config_overrides(hpcc)
+        except FormatError as exc:
+            raise ScenarioError([f"--config {config}: {exc}"]) from None
     if topology is not None:
         section: dict[str, Any] = {"kind": "imported", "format": tool, "file": _relative(topology, out_dir)}
         if ignore:
@@ -52,10 +89,36 @@ def import_scenario(
     elif "workload" not in data:
         raise ScenarioError([f"import {tool}: no flows; give the {tool} flow file or --base SCENARIO"])
     data.setdefault("output", {}).setdefault("name", f"{tool}-{(flows or topology or Path('import')).stem}")
+    for key, value in mapped.items():
+        apply_override(data, key, value)
+    limit_given = "time_limit" in data.get("run", {}) or "run.time_limit" in (overrides or {})
+    last_start = _last_start_ps(tool, flows) if flows is not None and not limit_given else None
+    if last_start:
+        # A workload that starts late (HPCC's flows start at 2 s) must not run against the
+        # default limit measured from 0: give it the default measured from its last start.
+        default_ps = RunSection.model_fields["time_limit"].default
+        limit = _time_text(last_start + default_ps)
+        apply_override(data, "run.time_limit", limit)
+        notes.append(
+            f"run.time_limit = {limit}: the last flow starts at {_time_text(last_start)}; the limit is that plus "
+            f"spraylab's default {_time_text(default_ps)} (--set run.time_limit=... to change it)"
+        )
     for key, value in (overrides or {}).items():
         apply_override(data, key, value)
     with relative_to(out_dir):
         scenario = validate(data)
+    transport = scenario.transport.model_dump(mode="json")
+    if hpcc is not None:
+        notes.extend(settings.hpcc_mapped_notes(hpcc, mapped))
+        notes.extend(settings.hpcc_config_notes(hpcc, transport))
+    elif tool == "ns3" and "transport" not in (base or {}):
+        notes.append(
+            "no HPCC config.txt (--config): its payload size, buffer, stop time and CC are not read; "
+            "spraylab's defaults follow"
+        )
+        notes.extend(settings.spraylab_transport_notes("HPCC", transport))
+    if tool == "htsim":
+        notes.extend(settings.htsim_notes(transport))
     if tool == "htsim" and flows is not None:
         from spraylab.formats.htsim import parse_cm
 
@@ -73,7 +136,32 @@ def import_scenario(
                 f"(node {min(host_of)} is host 0); exports write node ids back"
             )
         notes.append("pg and dport of flow.txt are not modelled (spraylab has one data class)")
+    notes.extend(_unread_notes(tool, topology, flows))
     return data, scenario, notes
+
+
+def _unread_notes(tool: str, topology: Path | None, flows: Path | None) -> list[str]:
+    """ns-3 reads only what the first line counts: say which lines it (and spraylab) skip."""
+    if tool != "ns3":
+        return []
+    from spraylab.formats import ns3
+
+    notes = []
+    for path, what in ((topology, "links"), (flows, "flows")):
+        if path is None:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if what == "links":
+            unread = ns3.parse_topology(text, path.name).unread_from
+        else:
+            unread = ns3.read_flows(text, path.name).unread_from
+        if unread is not None:
+            last = len(text.splitlines())
+            notes.append(
+                f"{path.name}: lines {unread}-{last} come after the {what} its first line counts; ns-3 does not "
+                "read them, nor does spraylab"
+            )
+    return notes
 
 
 def read_base(path: str) -> dict[str, Any]:

@@ -18,7 +18,13 @@ listed as switches are hosts; spraylab numbers them 0.. in increasing node id, s
 ``flow.txt``'s node ids are translated through that map (:func:`host_map`). Each host must
 have one link, to a switch; a switch with hosts is a ToR (tier 1), the others take their hop
 distance from the nearest ToR plus one as their tier. A nonzero ``error_rate`` is refused
-(give the loss as a ``topology.events`` entry with ``action = "loss"``)."""
+(give the loss as a ``topology.events`` entry with ``action = "loss"``).
+
+Both files are read as ns-3 (HPCC's ``scratch/third.cc``) reads them: the counts on the first
+line say how many switch ids, links or flows follow, and whatever comes after those is never
+read (HPCC's own files end with a description of the format). spraylab keeps each of them on
+its own line, as every HPCC file has them, and reports the first unread line
+(``unread_from``) so ``spraylab import`` can say what it skipped."""
 
 from __future__ import annotations
 
@@ -58,6 +64,7 @@ class Ns3Topology:
     nodes: int
     switches: list[int]
     links: list[tuple[int, int, int, int, str]]  # a, b, rate_bps, delay_ps, where
+    unread_from: int | None = None  # first line after the counted links (ns-3 never reads it)
 
     @property
     def hosts(self) -> list[int]:
@@ -96,7 +103,7 @@ def parse_topology(text: str, name: str) -> Ns3Topology:
     if len(set(switches)) != len(switches):
         raise FormatError(f"{where}: a switch id is listed twice")
     links = []
-    for n, tokens in lines[2:]:
+    for n, tokens in lines[2 : 2 + n_links]:
         where = f"{name} line {n}"
         if len(tokens) != 5:
             raise FormatError(f"{where}: a link line reads 'a b rate delay error_rate' (five fields)")
@@ -119,7 +126,8 @@ def parse_topology(text: str, name: str) -> Ns3Topology:
         links.append((a, b, _ns3_rate(where, tokens[2]), _ns3_time(where, tokens[3]), where))
     if len(links) != n_links:
         raise FormatError(f"{name}: the first line says {n_links} links, the file has {len(links)}")
-    return Ns3Topology(nodes, switches, links)
+    rest = lines[2 + n_links :]
+    return Ns3Topology(nodes, switches, links, rest[0][0] if rest else None)
 
 
 def build_fabric(topo: Ns3Topology) -> Fabric:
@@ -186,6 +194,18 @@ def topo_name(topo: Ns3Topology) -> str:
 
 def parse_flows(text: str, name: str) -> list[FlowRow]:
     """The flows of a ``flow.txt``; ``src``/``dst`` stay ns-3 node ids (see :func:`host_map`)."""
+    return read_flows(text, name).rows
+
+
+@dataclass
+class Ns3Flows:
+    rows: list[FlowRow]
+    dports: list[int]  # each flow's dport: HPCC's fct.txt prints it and fct_analysis.py selects on it
+    unread_from: int | None  # first line after the counted flows (ns-3 never reads it)
+
+
+def read_flows(text: str, name: str) -> Ns3Flows:
+    """:func:`parse_flows` with the dports and the first unread line."""
     lines = _lines(text)
     if not lines:
         raise FormatError(f"{name}: empty; the first line is the number of flows")
@@ -194,14 +214,15 @@ def parse_flows(text: str, name: str) -> list[FlowRow]:
         raise FormatError(f"{name} line {n}: the first line is the number of flows (one number)")
     count = parse_int(f"{name} line {n}", "flows", head[0])
     rows: list[FlowRow] = []
+    dports: list[int] = []
     pgs: dict[int, str] = {}
-    for n, tokens in lines[1:]:
+    for n, tokens in lines[1 : 1 + count]:
         where = f"{name} line {n}"
         if len(tokens) != 6:
             raise FormatError(f"{where}: a flow line reads 'src dst pg dport size start_s' (six fields)")
         src, dst = parse_int(where, "src", tokens[0]), parse_int(where, "dst", tokens[1])
         pg = parse_int(where, "pg", tokens[2])
-        parse_int(where, "dport", tokens[3])
+        dports.append(parse_int(where, "dport", tokens[3]))
         size = parse_int(where, "size", tokens[4], 1)
         try:
             start_s = Decimal(tokens[5])
@@ -219,7 +240,8 @@ def parse_flows(text: str, name: str) -> list[FlowRow]:
         rows.append(FlowRow(len(rows), src, dst, size, int(start_s * 10**12), (), where))
     if len(rows) != count:
         raise FormatError(f"{name}: the first line says {count} flows, the file has {len(rows)}")
-    return rows
+    rest = lines[1 + count :]
+    return Ns3Flows(rows, dports, rest[0][0] if rest else None)
 
 
 def check_flows(rows: list[FlowRow], topo: Ns3Topology | None, n_hosts: int, name: str) -> None:

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from spraylab.net.framing import DATA_OVERHEAD_BYTES
+
+# Bytes ``ack_every_bytes`` counts per data packet beyond its payload, per ``ack_bytes`` rule.
+# htsim's UEC sink adds each packet's size() (its MSS plus UecSrc::_hdr_size = 64 B) to the
+# bytes it has accepted and ACKs when they reach 16384: with its 4150 B MTU that is every 4th
+# packet, where counting the 4086 B payload alone would ACK every 5th.
+HTSIM_UEC_HEADER_BYTES = 64
+ACK_COUNTED_HEADER_BYTES = {"payload": 0, "wire": DATA_OVERHEAD_BYTES, "htsim": HTSIM_UEC_HEADER_BYTES}
+
 
 @dataclass(frozen=True, slots=True)
 class DcqcnParams:
@@ -49,7 +58,12 @@ class TransportParams:
     nack_timer_ps: int = 4_000_000
     rto_ps: int = 1_000_000_000
     ack_every: int = 1  # ACK every n accepted packets; 0 = off (see transport.receiver)
-    ack_every_bytes: int = 0  # ... or every n payload bytes; 0 = off
+    ack_every_bytes: int = 0  # ... or every n counted bytes; 0 = off
+    # Which bytes of a data packet ack_every_bytes counts: "payload" (its message bytes),
+    # "wire" (payload + the 82 B RoCEv2 framing spraylab puts on the link) or "htsim"
+    # (payload + the 64 B header htsim's UEC sink adds to each packet's count), so an htsim
+    # workload can get htsim's ACK count (transport.receiver, ACK_COUNTED_HEADER_BYTES).
+    ack_bytes: str = "payload"
     ack_delay_ps: int = 0  # ... or this long after the first unacknowledged packet; 0 = off
     # Cap on bytes in flight per flow: 0 = none, or "bdp" = one base round trip of the flow's
     # route at line rate (IRN's BDP-FC; ConnectX's lossy-RoCE "TX window", off by default).
@@ -61,5 +75,7 @@ class TransportParams:
         from spraylab.transport.cc.base import CONGESTION_CONTROLS
         from spraylab.transport.recovery.base import RECOVERIES
 
+        if self.ack_bytes not in ACK_COUNTED_HEADER_BYTES:
+            raise ValueError(f"ack_bytes {self.ack_bytes!r}: allowed: {', '.join(ACK_COUNTED_HEADER_BYTES)}")
         RECOVERIES.get(self.recovery)  # ValueError naming the allowed modes
         CONGESTION_CONTROLS.get(self.cc)

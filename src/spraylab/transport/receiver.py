@@ -6,8 +6,9 @@ timestamp, so sender-side schemes learn per-path state.
 **ACK coalescing.** Every ACK and NACK carries the cumulative ePSN, so one ACK covers every
 packet accepted before it. The receiver counts the data packets it accepted since its last
 ACK or NACK (in order for every mode; out of order too for selective repeat and the ideal
-transport) and their payload bytes, and ACKs the packet that reaches ``ack_every`` packets or
-``ack_every_bytes`` payload bytes (0 = that threshold off), or, with ``ack_delay``, the last
+transport) and their bytes (payload, or with ``ack_bytes`` payload plus a per-packet header as
+htsim counts), and ACKs the packet that reaches ``ack_every`` packets or
+``ack_every_bytes`` counted bytes (0 = that threshold off), or, with ``ack_delay``, the last
 accepted packet once ``ack_delay`` has passed since the first unacknowledged one arrived (one
 timer event per coalescing window). Never delayed: the ACK of an ECN-marked packet (the echo
 DCQCN and sender-side schemes read), the ACK that completes the message, ACKs of duplicates,
@@ -25,7 +26,7 @@ from spraylab.net.framing import ACK_WIRE_BYTES
 from spraylab.net.packet import ACK, CNP, CONTROL_WIRE_BYTES, NACK, Packet
 from spraylab.net.port import sim_drop
 from spraylab.transport.cc.base import CONGESTION_CONTROLS
-from spraylab.transport.params import TransportParams
+from spraylab.transport.params import ACK_COUNTED_HEADER_BYTES, TransportParams
 from spraylab.transport.recovery.base import RECOVERIES
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class Receiver:
         "received",
         "ack_every",
         "ack_every_bytes",
+        "ack_header_bytes",
         "ack_delay_ps",
         "unacked",
         "unacked_bytes",
@@ -85,9 +87,11 @@ class Receiver:
         self.received = bytearray(qp.n_packets)
         self.ack_every = params.ack_every or NEVER
         self.ack_every_bytes = params.ack_every_bytes or NEVER
+        # Bytes counted per packet beyond its payload (transport.ack_bytes; 0 by default).
+        self.ack_header_bytes = ACK_COUNTED_HEADER_BYTES[params.ack_bytes]
         self.ack_delay_ps = params.ack_delay_ps
         self.unacked = 0  # packets accepted since the last ACK or NACK
-        self.unacked_bytes = 0  # their payload
+        self.unacked_bytes = 0  # their counted bytes (payload, plus ack_header_bytes each)
         self.last_unacked: Packet | None = None  # the one a delayed ACK echoes
         self.ack_deadline_ps = -1  # when the pending ACK is due (ack_delay), -1: none pending
         self.ack_timer_armed = False
@@ -246,14 +250,14 @@ class Receiver:
         """An accepted packet the receiver does not answer by itself (selective repeat,
         out of order): it only counts towards the next ACK."""
         self.unacked += 1
-        self.unacked_bytes += pkt.payload
+        self.unacked_bytes += pkt.payload + self.ack_header_bytes
 
     def _coalesce(self, pkt: Packet) -> None:
         """``pkt`` was accepted: ACK it now if a threshold is reached, it is ECN-marked or it
         completes the message (in ``pkt``'s object: callers make this its last use); otherwise
         leave the ACK pending (armed on ``ack_delay``)."""
         unacked = self.unacked + 1
-        unacked_bytes = self.unacked_bytes + pkt.payload
+        unacked_bytes = self.unacked_bytes + pkt.payload + self.ack_header_bytes
         if (
             unacked >= self.ack_every
             or unacked_bytes >= self.ack_every_bytes

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from spraylab.config_types import Section
 from spraylab.registry import KindRegistry
+from spraylab.units import format_time
 from spraylab.workload.flows import FlowSpec
 
 if TYPE_CHECKING:
@@ -71,6 +72,18 @@ class WorkloadSection(Section):
         """Raise ValueError (one line naming ``where``'s key) if the section cannot run on the
         fabric. Default: it sends between every host, so it needs two of them."""
         check_ranks(where, self.kind, 0, n_hosts)
+
+    def late_start(self, time_limit_ps: int, where: str) -> str | None:
+        """The problem (one line naming the key) if the section has a start time at or after
+        the run's time limit: nothing of it could run, and a run would report its flows as
+        unfinished with the time limit as their "FCT". Default: the ``start`` key, if any."""
+        start = getattr(self, "start", None)
+        if isinstance(start, int) and start >= time_limit_ps:
+            return (
+                f"{where}.start = {format_time(start)}: at or after run.time_limit = {format_time(time_limit_ps)}, "
+                "so the workload could never start; raise run.time_limit or move the start"
+            )
+        return None
 
     def build_flows(self, ctx: FlowContext) -> Flows:
         """The section's flows (ids from ``ctx.first_flow_id``) and the groups they form."""

@@ -26,6 +26,7 @@ from pydantic import (
 from spraylab.config_types import PositiveBytes, Section, TimePs
 from spraylab.files import read_checked
 from spraylab.formats.rows import FlowRow, FormatError, check_rows, read_csv, read_parquet, to_specs
+from spraylab.units import format_time
 from spraylab.workload.base import FlowContext, Flows, GroupInfo, WorkloadSection, WorkloadSize, register
 
 if TYPE_CHECKING:
@@ -184,6 +185,22 @@ class FlowsWorkload(WorkloadSection):
                 "spraylab does, so the connection matrix and the fabric must have the same host count"
             )
         check_rows(self._rows, n_hosts, name, host_of if self.format == "ns3" and self.file else None)
+
+    def late_start(self, time_limit_ps: int, where: str) -> str | None:
+        """Every row with an explicit start at or after the time limit could never start (a
+        row with ``after`` starts ``start`` after its dependencies, later still): the first
+        such row, named."""
+        late = next((r for r in self._rows if r.start_ps >= time_limit_ps), None)
+        if late is None:
+            return None
+        count = sum(r.start_ps >= time_limit_ps for r in self._rows)
+        name = Path(self.file).name if self.file else where
+        key = f"{where}.file = {name!r}: " if self.file else ""
+        return (
+            f"{key}{late.where}, start = {format_time(late.start_ps)}: at or after run.time_limit = "
+            f"{format_time(time_limit_ps)} ({count} of the {len(self._rows)} flows of {name} start that late), "
+            "so they could never start; raise run.time_limit"
+        )
 
     def build_flows(self, ctx: FlowContext) -> Flows:
         host_of = ctx.fabric.info.get("host_of")
