@@ -16,6 +16,7 @@ import random
 import time
 from collections import deque
 
+from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 from libc.stdint cimport int64_t, uint64_t
 from libcpp.deque cimport deque as cdeque

@@ -34,6 +34,10 @@ struct Calendar {
     std::unordered_map<int64_t, std::vector<Event>> buckets;  // future buckets, unsorted
     std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> heap;
     std::vector<std::vector<Event>> spare;  // emptied vectors, reused (no allocation per bucket)
+    // The future bucket pushed to last: bursts of events land in one bucket, and a map node's
+    // address is stable until that bucket is taken (next_bucket, put_back_rest forget it).
+    int64_t last_bucket = -1;
+    std::vector<Event>* last_events = nullptr;
 
     void push(const Event& e) {
         const int64_t bucket = e.t >> BUCKET_SHIFT;
@@ -41,6 +45,10 @@ struct Calendar {
             // after every event of the same time (and so after every one already run)
             auto at = std::upper_bound(current.begin() + index, current.end(), e, event_earlier);
             current.insert(at, e);
+            return;
+        }
+        if (bucket == last_bucket) {
+            last_events->push_back(e);
             return;
         }
         auto found = buckets.find(bucket);
@@ -51,11 +59,13 @@ struct Calendar {
                 spare.pop_back();
             }
             events.push_back(e);
-            buckets.emplace(bucket, std::move(events));
+            found = buckets.emplace(bucket, std::move(events)).first;
             heap.push(bucket);
         } else {
             found->second.push_back(e);
         }
+        last_bucket = bucket;
+        last_events = &found->second;
     }
 
     // Make the earliest future bucket current; false when there is none.
@@ -64,6 +74,7 @@ struct Calendar {
         const int64_t bucket = heap.top();
         heap.pop();
         auto found = buckets.find(bucket);
+        if (bucket == last_bucket) last_bucket = -1;
         current.clear();
         spare.push_back(std::move(current));
         current = std::move(found->second);
@@ -79,6 +90,7 @@ struct Calendar {
     void put_back_rest() {
         std::vector<Event> rest(current.begin() + index, current.end());
         buckets[current_bucket] = std::move(rest);
+        last_bucket = -1;
         heap.push(current_bucket);
         current.clear();
         index = 0;

@@ -105,8 +105,8 @@ cdef class HashSelect(Selector):
     """ECMP: the switch's seeded hash of the packet's header hash (``routes.hop_hash``)."""
 
     cdef object choose(self, Switch switch, Packet pkt, object cands):
-        cdef Py_ssize_t n = len(cands)
-        return cands[<Py_ssize_t>(c_hop_hash(pkt.hash, switch.salt) % <uint64_t>n)]
+        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
+        return <object>PyList_GET_ITEM(cands, <Py_ssize_t>(c_hop_hash(pkt.hash, switch.salt) % <uint64_t>n))
 
 
 cdef class UniformSelect(Selector):
@@ -119,9 +119,9 @@ cdef class UniformSelect(Selector):
         self.random = random
 
     cdef object choose(self, Switch switch, Packet pkt, object cands):
-        cdef Py_ssize_t n = len(cands)
+        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
         cdef double draw = self.random()
-        return cands[<Py_ssize_t>(draw * n)]
+        return <object>PyList_GET_ITEM(cands, <Py_ssize_t>(draw * n))
 
 
 ecmp_select = HashSelect()
@@ -140,7 +140,7 @@ cdef class Switch:
     cdef public object name, program, hosts, ports, uplinks
     cdef public int index, tier
     cdef public uint64_t salt
-    cdef public list table
+    cdef list _table
     cdef public SharedBuffer buffer
     cdef object _select
     cdef Selector _compiled_select
@@ -160,6 +160,17 @@ cdef class Switch:
         self.hosts = []  # hosts attached directly (ToRs)
 
     @property
+    def table(self) -> list:
+        """``table[dst]``: the route group (a list of egress ports) toward host ``dst``."""
+        return self._table
+
+    @table.setter
+    def table(self, table: list) -> None:
+        if any(not isinstance(group, list) for group in table):
+            raise TypeError("Switch.table: every entry must be a list of ports (a RouteGroup)")
+        self._table = table
+
+    @property
     def select(self):
         return self._select
 
@@ -177,11 +188,17 @@ cdef class Switch:
     cpdef forward(self, Packet pkt):
         """Pick the egress among the equal-cost candidates and send. ToR programs call this
         to release packets they held (it does not run the program again)."""
-        cands = self.table[pkt.dst]
-        cdef Py_ssize_t n = len(cands)
+        # The table is a list and each group a list (RouteGroup): read through the list macros
+        # (a group's length and items are what the selectors index too).
+        if not 0 <= pkt.dst < PyList_GET_SIZE(self._table):
+            raise IndexError(f"{self.name}: no table entry for host {pkt.dst}")
+        cdef object cands = <object>PyList_GET_ITEM(self._table, pkt.dst)
+        if not PyList_Check(cands):
+            raise TypeError(f"{self.name}: the route group to host {pkt.dst} is not a list of ports")
+        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
         cdef object port
         if n == 1:
-            port = cands[0]
+            port = <object>PyList_GET_ITEM(cands, 0)
         elif n:
             if self._compiled_select is not None:
                 port = self._compiled_select.choose(self, pkt, cands)
