@@ -21,10 +21,14 @@ import pytest
 from simutil import US, make_net, run_flows, small_leaf_spine
 
 from spraylab.config import ScenarioError, validate
+from spraylab.engine.simulator import Simulator
 from spraylab.experiment import run
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
+from spraylab.net.host import Nic
 from spraylab.net.packet import ACK, DATA, NACK, Packet
-from spraylab.transport import receiver as receiver_module
+from spraylab.net.port import Port
+from spraylab.transport.params import TransportParams
+from spraylab.transport.recovery.base import RECOVERIES
 from spraylab.workload.flows import FlowSpec
 
 MTU = 4096
@@ -85,13 +89,14 @@ def test_time_based_coalescing_one_ack_and_one_timer_event_per_window(monkeypatc
     per_window = delay_ps // SPACING_PS + 1
     assert delay_ps % SPACING_PS and per_window == 12
     fired: list[int] = []
-    original = receiver_module.Receiver._on_ack_timer
+    recovery = RECOVERIES.get(TransportParams().recovery)
 
-    def counted(self, arg):
-        fired.append(self.sim.now)
-        original(self, arg)
+    class CountingReceiver(recovery.receiver):  # the default mode's receiver, its timer counted
+        def _on_ack_timer(self, arg: object) -> None:
+            fired.append(self.sim.now)
+            super()._on_ack_timer(arg)
 
-    monkeypatch.setattr(receiver_module.Receiver, "_on_ack_timer", counted)
+    monkeypatch.setattr(recovery, "receiver", CountingReceiver)
     n = 200
     _, qp = one_flow(n * MTU, ack_every=0, ack_delay_ps=delay_ps)
     windows = math.ceil(n / per_window)
@@ -113,25 +118,24 @@ def test_delay_and_bytes_together() -> None:
 # --- the receiver driven packet by packet ------------------------------------------------
 
 
-class Recorder:
-    """Stands in for the receiver NIC's port: records the control frames it sends."""
+class Recorder(Port):
+    """The receiver NIC's port, recording the control frames it is given instead of sending
+    them (the compiled receiver calls this Python override)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sim: Simulator) -> None:
+        super().__init__(sim, "recorder", None, 100 * 10**9, 0, None, None)
         self.sent: list[Packet] = []
 
     def send_control(self, pkt: Packet) -> None:
         self.sent.append(pkt)
 
 
-class FakeNic:
-    def __init__(self) -> None:
-        self.port = Recorder()
-
-
 def receiver(recovery: str, n_packets: int = 32, **transport: object):
-    _, net = make_net(small_leaf_spine(leaves=2, spines=2, hosts_per_leaf=1), recovery=recovery, **transport)
+    sim, net = make_net(
+        small_leaf_spine(leaves=2, spines=2, hosts_per_leaf=1), recovery=recovery, **transport
+    )
     (qp,) = net.add_flows([FlowSpec(0, 0, 1, n_packets * MTU)])
-    nic = FakeNic()
+    nic = Nic(sim, None, Recorder(sim))
     qp.rx.nic = nic
 
     def feed(psn: int, ecn: bool = False) -> list[Packet]:

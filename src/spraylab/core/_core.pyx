@@ -1,7 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: initializedcheck=False, embedsignature=True
 # distutils: language = c++
-"""spraylab's compiled packet core: the event loop, packets, ports and switches.
+"""spraylab's compiled packet core: the event loop, packets, ports, switches, hosts and their
+NICs, the queue pair's requester core and the built-in receivers.
 
 One extension module so every step of a packet-hop is a direct C call: the loop pops an
 arrival, the port runs it through its link's stages into the peer switch, the switch's
@@ -15,6 +16,7 @@ import gc
 import random
 import time
 from collections import deque
+from heapq import heappop, heappush
 
 from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
@@ -24,10 +26,14 @@ from libcpp.unordered_map cimport unordered_map
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from spraylab.net.drops import BUFFER, LINK_DOWN, NO_ROUTE, no_drops
+from spraylab.net.drops import BEYOND_BITMAP, BUFFER, LINK_DOWN, NO_ROUTE, no_drops
+from spraylab.net.framing import ACK_WIRE_BYTES, CNP_WIRE_BYTES, NACK_WIRE_BYTES
 from spraylab.net.rates import kmin_span_ps, ps_per_byte
 
 include "packet.pxi"
 include "simulator.pxi"
 include "port.pxi"
 include "switch.pxi"
+include "host.pxi"
+include "qp.pxi"
+include "receiver.pxi"

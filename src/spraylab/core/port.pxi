@@ -34,6 +34,7 @@ cdef class Port:
     cdef cdeque[pair[int64_t, int64_t]] busy_log
     cdef object _receive
     cdef Switch fast_switch
+    cdef Host fast_host
     cdef public int64_t generation  # of the delivery stages; bumped at every change
     cdef dict _old_receivers
     # counters
@@ -48,6 +49,7 @@ cdef class Port:
         self.peer_owner = None
         self._receive = None
         self.fast_switch = None
+        self.fast_host = None
         self.generation = 0
         self._old_receivers = {}
         self.link = None  # its delivery stages (spraylab.net.link), which set receive_at_peer
@@ -99,6 +101,7 @@ cdef class Port:
             self.generation += 1
         self._receive = receive
         self.fast_switch = _forward_target(receive)
+        self.fast_host = _host_target(receive)
 
     def connect(self, peer_owner, receive) -> None:
         self.peer_owner = peer_owner
@@ -184,6 +187,8 @@ cdef class Port:
             self._old_receivers[generation](pkt)
         elif self.fast_switch is not None:
             self.fast_switch.forward(pkt)
+        elif self.fast_host is not None:
+            self.fast_host.receive(pkt)
         else:
             self._receive(pkt)
         return 0
@@ -218,6 +223,8 @@ cdef class Port:
                 self.busy_log.clear()
         if self.fast_switch is not None:
             self.fast_switch.forward(pkt)
+        elif self.fast_host is not None:
+            self.fast_host.receive(pkt)
         else:
             self._receive(pkt)
         return 0
@@ -456,4 +463,12 @@ cdef Switch _forward_target(receive):
     target = getattr(receive, "__self__", None)
     if isinstance(target, Switch) and getattr(receive, "__name__", None) == "forward":
         return <Switch>target
+    return None
+
+
+cdef Host _host_target(receive):
+    """The host whose ``receive`` ``receive`` is (the core then calls it directly), or None."""
+    target = getattr(receive, "__self__", None)
+    if isinstance(target, Host) and getattr(receive, "__name__", None) == "receive":
+        return <Host>target
     return None

@@ -35,6 +35,7 @@ cdef enum:
     EV_ARRIVE = 1  # (<Port>fn).arrive(arg, aux): through the stages of receiver generation aux
     EV_ARRIVE_QUEUED = 2  # (<Port>fn).arrive_queued(arg): a data packet that queued there
     EV_TX_DONE = 3  # (<PfcPort>fn).tx_done(): a lossless port finished a transmission
+    EV_NIC_TX = 4  # (<Nic>fn).tx(aux): a NIC's transmit event for time aux
 
 
 class StopSimulation(Exception):
@@ -170,6 +171,8 @@ cdef class Simulator:
         if kind == EV_CALL:
             fn(arg)
             return 0
+        if kind == EV_NIC_TX:
+            return (<Nic>fn).tx(e.aux)
         if kind == EV_ARRIVE_QUEUED:
             return (<Port>fn).arrive_queued(<Packet>arg)
         return (<PfcPort>fn).tx_done()

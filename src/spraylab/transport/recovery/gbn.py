@@ -3,27 +3,8 @@ when anything else arrives; the requester rewinds to the NACKed PSN."""
 
 from __future__ import annotations
 
-from spraylab.net.packet import Packet
-from spraylab.transport.receiver import Receiver
+from spraylab.core._core import GoBackNReceiver  # compiled: core/receiver.pxi
 from spraylab.transport.recovery.base import Recovery, register_recovery
-
-
-class GoBackNReceiver(Receiver):
-    """Accept only PSN == ePSN; discard anything ahead and NACK(ePSN)."""
-
-    __slots__ = ()
-
-    def on_data(self, pkt: Packet) -> None:
-        self._observe(pkt)
-        psn = pkt.psn
-        epsn = self.epsn
-        if psn == epsn:
-            self._in_order(pkt)
-        elif psn > epsn:
-            self._discard(pkt)
-            self._gap(pkt)
-        else:
-            self._duplicate(pkt)
 
 
 @register_recovery

@@ -30,71 +30,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from spraylab.core._core import IdealReceiver  # compiled: core/receiver.pxi
 from spraylab.net.framing import ACK_WIRE_BYTES
 from spraylab.net.packet import ACK, DATA, Packet
 from spraylab.net.routes import trace_route
-from spraylab.transport.receiver import Receiver
 from spraylab.transport.recovery.base import register_recovery
 from spraylab.transport.recovery.sr import SelectiveRepeat
 
 if TYPE_CHECKING:
-    from spraylab.net.host import Nic
     from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
-
-
-class IdealReceiver(Receiver):
-    """Accepts any PSN, SACKs each packet, never NACKs (real losses are reported to the sender
-    by the oracle notice of :class:`IdealRecovery`).
-
-    SACK state is cumulative: ``rank[p]`` is the number of first arrivals the receiver had
-    once PSN p had arrived (0: not yet), so the ACK triggered by p reports all of the first
-    ``rank[p]`` arrivals, and losing one ACK costs the sender nothing once a later one arrives."""
-
-    __slots__ = ("rank", "n_arrived")
-
-    def __init__(self, qp: QueuePair, nic: Nic, params: TransportParams) -> None:
-        super().__init__(qp, nic, params)
-        self.rank = [0] * qp.n_packets
-        self.n_arrived = 0
-
-    def on_data(self, pkt: Packet) -> None:
-        # Once per data packet: _observe, _place and _in_order inlined (the same steps in the
-        # same order as the other modes' receivers take through them).
-        psn = pkt.psn
-        received = self.received
-        if psn > self.max_psn_seen:
-            self.max_psn_seen = psn
-        elif not pkt.retx and not received[psn]:
-            degree = self.max_psn_seen - psn
-            if degree > self.max_reorder:
-                self.max_reorder = degree
-        if pkt.ecn and self.cc_enabled:
-            self._maybe_cnp(pkt)
-        if received[psn]:
-            self._duplicate(pkt)
-            return
-        n = self.n_arrived + 1
-        self.n_arrived = n
-        self.rank[psn] = n
-        received[psn] = 1
-        self.delivered_bytes += pkt.payload
-        epsn = self.epsn
-        if psn == epsn:
-            n_packets = self.n_packets
-            epsn += 1
-            while epsn < n_packets and received[epsn]:
-                epsn += 1
-            self.epsn = epsn
-            self._coalesce(pkt)
-            if epsn == n_packets and self.finish_ps < 0:
-                self.finish_ps = self.sim.now
-                self.net.on_flow_received(self.qp)
-        else:
-            self.ooo_arrivals += 1
-            # SACKed like any arrival (at once without coalescing), so the sender learns of
-            # this PSN even while ePSN is stuck.
-            self._coalesce(pkt)
 
 
 @register_recovery

@@ -1,0 +1,325 @@
+# The RoCEv2 requester core (sender side of a reliable-connection queue pair).
+
+PS_BITS = 8_000_000_000_000  # ps per byte at 1 bit/s
+NO_WINDOW = 1 << 62  # psn_window / window_packets when nothing caps them
+
+
+cdef inline uint64_t c_packet_hash(int64_t flow_id, int64_t entropy) noexcept nogil:
+    # spraylab.net.routes.packet_hash: mix64((flow_id << 16) | entropy)
+    return c_hop_hash((<uint64_t>flow_id << 16) | <uint64_t>entropy, 0)
+
+
+cdef Packet new_packet(
+    int kind, object qp, int64_t src, int64_t dst, int64_t psn, int64_t size, int64_t payload,
+    int64_t entropy, uint64_t hash_, int64_t sent_ps,
+):
+    """``Packet(...)`` without parsing Python arguments (once per data packet)."""
+    cdef Packet pkt = Packet.__new__(Packet)
+    pkt.kind = kind
+    pkt.qp = qp
+    pkt.src = src
+    pkt.dst = dst
+    pkt.psn = psn
+    pkt.sack_psn = psn
+    pkt.size = size
+    pkt.payload = payload
+    pkt.ecn = False
+    pkt.entropy = entropy
+    pkt.hash = hash_
+    pkt.sent_ps = sent_ps
+    pkt.retx = False
+    pkt.path_id = -1
+    pkt.path_seq = -1
+    pkt.ingress = None
+    pkt.via = None
+    return pkt
+
+
+def _both(first, second):
+    """One ACK hook from two optional ones (the recovery's first)."""
+    if first is None or second is None:
+        return first if second is None else second
+
+    def both(pkt):
+        first(pkt)
+        second(pkt)
+
+    return both
+
+
+cdef class QueuePair:
+    """Segments one message into PSN-numbered packets, paces them at the congestion control's
+    rate, keeps the PSN bookkeeping (``snd_una``, ``snd_nxt``, ``max_sent``, the resend queue)
+    and processes ACKs; what NACKs and timeouts do is the recovery mode's
+    (``spraylab.transport.recovery``), rate and window the congestion control's
+    (``spraylab.transport.cc``). Both are chosen by name from the transport settings, and the
+    queue pair builds its recovery's receiver (``rx``) at the destination.
+
+    ``psn_window`` caps ``next PSN - snd_una`` (a scheme's bound, DFS's B);
+    ``window_packets`` caps it too (``transport.window``, or the congestion control's window).
+    ``lb`` is the sender-side load balancer, or None; it sees this object as a
+    :class:`~spraylab.transport.view.SenderView`.
+
+    The optional hooks of the recovery and the congestion control are bound once here (None
+    when a part does not override them), so per packet the core pays one test per hook it
+    does not use."""
+
+    cdef public object net, spec, rx, recovery, cc, lb, lb_state, retx_queue, drops_by_cause
+    cdef public object line_rate_bps, drop_hook
+    cdef public Simulator sim
+    cdef public Nic nic
+    cdef public int64_t flow_id, src, dst, n_packets, mtu, last_payload, full_wire_bytes, last_wire_bytes
+    cdef public double rate_bps, paced_ps_per_byte
+    cdef public int64_t next_send_ps, snd_una, snd_nxt, max_sent, entropy
+    cdef public int64_t psn_window, window_packets, window_cap_packets
+    cdef public uint64_t flow_hash
+    cdef public bint in_sched, sender_done, rto_armed
+    cdef public int64_t start_ps, acked_ps, last_progress_ps, rto_ps
+    cdef public int64_t sent_packets, retx_packets, nacks_received, timeouts
+    cdef object _rto_cb, _ack_hook, _skip_resend, _on_resent, _cc_sent, _recovery_nack
+
+    def __init__(self, net, spec, Nic nic, params, line_rate_bps) -> None:
+        from spraylab.net.framing import data_wire_bytes
+        from spraylab.transport.cc.base import CONGESTION_CONTROLS, CongestionControl
+        from spraylab.transport.recovery.base import RECOVERIES, Recovery
+        from spraylab.transport.registry import optional_hook
+
+        self.net = net
+        self.sim = net.sim
+        self.spec = spec
+        self.flow_id = spec.flow_id
+        self.src = spec.src
+        self.dst = spec.dst
+        self.mtu = params.mtu_bytes
+        self.n_packets = max(1, -(-spec.size_bytes // self.mtu))
+        self.last_payload = spec.size_bytes - (self.n_packets - 1) * self.mtu
+        self.full_wire_bytes = data_wire_bytes(self.mtu)
+        self.last_wire_bytes = data_wire_bytes(self.last_payload)
+        self.nic = nic
+        self.line_rate_bps = line_rate_bps
+        self.rate_bps = float(line_rate_bps)
+        self.paced_ps_per_byte = 0.0  # 0: line rate, no pacing beyond the NIC port
+        self.next_send_ps = 0
+        self.snd_una = 0
+        self.snd_nxt = 0
+        self.max_sent = 0
+        self.retx_queue = deque()
+        self.entropy = net.flow_rng.getrandbits(16)
+        self.flow_hash = c_packet_hash(self.flow_id, self.entropy)  # the header hash on that entropy
+        self.psn_window = NO_WINDOW
+        self.window_cap_packets = self._window_cap(net, params.window_bytes, line_rate_bps)
+        self.window_packets = self.window_cap_packets
+        self.lb = None
+        self.lb_state = None
+        self.in_sched = False
+        self.sender_done = False
+        self.start_ps = -1
+        self.acked_ps = -1
+        self.last_progress_ps = 0
+        self.rto_ps = params.rto_ps
+        self.rto_armed = False
+        self.sent_packets = 0
+        self.retx_packets = 0
+        self.nacks_received = 0
+        self.timeouts = 0
+        self.drops_by_cause = no_drops()  # this flow's packets (data and control) lost, by cause
+        self._rto_cb = self._on_rto
+        # The parts, in dependency order: the receiver reads the congestion control's and the
+        # recovery's traits from the settings, the recovery may keep references into its receiver.
+        cc = CONGESTION_CONTROLS.get(params.cc)(self, params, line_rate_bps)
+        self.cc = cc
+        recovery_cls = RECOVERIES.get(params.recovery)
+        self.rx = recovery_cls.receiver(self, net.hosts[self.dst].route[self.src], params)
+        recovery = recovery_cls(self, params)
+        self.recovery = recovery
+        self._recovery_nack = recovery.on_nack
+        self._skip_resend = optional_hook(recovery, "skip_resend", Recovery)
+        self._on_resent = optional_hook(recovery, "on_resent", Recovery)
+        self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
+        self._cc_sent = optional_hook(cc, "on_sent", CongestionControl)
+        self._ack_hook = _both(
+            optional_hook(recovery, "on_ack", Recovery), optional_hook(cc, "on_ack", CongestionControl)
+        )
+
+    def _window_cap(self, net, window, line_rate_bps) -> int:
+        """``transport.window`` in packets: the full-size frames that fit in its bytes, or for
+        "bdp" the frames that fill one base round trip of this flow's route at line rate."""
+        from spraylab.net.routes import trace_route
+
+        if window == "bdp":
+            rtt_ps = trace_route(net, self.src, self.dst).base_rtt_ps(self.mtu)
+            return max(1, -(-int(line_rate_bps * rtt_ps / PS_BITS) // self.full_wire_bytes))
+        if not window:
+            return NO_WINDOW
+        return max(1, int(window) // self.full_wire_bytes)
+
+    # --- rate and window (the congestion control sets them) -------------------------------
+    def set_rate(self, rate_bps) -> None:
+        self.rate_bps = rate_bps
+        self.paced_ps_per_byte = 0.0 if rate_bps >= self.line_rate_bps else PS_BITS / rate_bps
+
+    def set_window(self, packets) -> None:
+        """Cap ``next PSN - snd_una`` at ``packets`` (at least 1; never above transport.window)."""
+        self.window_packets = min(max(1, packets), self.window_cap_packets)
+        if self.start_ps >= 0 and not self.sender_done:
+            self.kick()
+
+    # --- sending ---------------------------------------------------------------------
+    def start(self) -> None:
+        self.start_ps = self.sim.now
+        self.last_progress_ps = self.sim.now
+        if self.lb is not None:
+            self.lb.on_flow_start(self)
+        self.nic.activate(self)
+
+    cpdef bint has_work(self):
+        if self.retx_queue:
+            return True
+        cdef int64_t nxt = self.snd_nxt
+        return (
+            nxt < self.n_packets
+            and nxt < self.snd_una + self.psn_window
+            and nxt - self.snd_una < self.window_packets
+        )
+
+    cpdef kick(self):
+        """Hand the queue pair to its NIC if it can send and is not scheduled yet."""
+        if not self.in_sched and self.has_work():
+            self.nic.activate(self)
+
+    cpdef Packet next_packet(self, int64_t now):
+        """The next packet to put on the wire, or None when blocked (window) or done."""
+        cdef int64_t psn = 0
+        cdef int64_t payload, size, entropy
+        cdef uint64_t h
+        cdef bint resend = False
+        retx_queue = self.retx_queue
+        while retx_queue:
+            psn = retx_queue.popleft()
+            if psn >= self.snd_una:
+                skip = self._skip_resend
+                if skip is None or not skip(psn):
+                    resend = True
+                    break
+        if not resend:
+            psn = self.snd_nxt
+            if (
+                psn >= self.n_packets
+                or psn >= self.snd_una + self.psn_window
+                or psn - self.snd_una >= self.window_packets
+            ):
+                return None
+            self.snd_nxt = psn + 1
+        if psn < self.n_packets - 1:
+            payload, size = self.mtu, self.full_wire_bytes
+        else:
+            payload, size = self.last_payload, self.last_wire_bytes
+        lb = self.lb
+        entropy = self.entropy if lb is None else lb.entropy(self, psn)
+        h = self.flow_hash if entropy == self.entropy else c_packet_hash(self.flow_id, entropy)
+        cdef Packet pkt = new_packet(DATA, self, self.src, self.dst, psn, size, payload, entropy, h, now)
+        if psn < self.max_sent:
+            pkt.retx = True
+            self.retx_packets += 1
+            resent = self._on_resent
+            if resent is not None:
+                resent(psn)
+        else:
+            self.max_sent = psn + 1
+        self.sent_packets += 1
+        if self.paced_ps_per_byte:
+            self.next_send_ps = now + <int64_t>(<double>size * self.paced_ps_per_byte)
+        cc_sent = self._cc_sent
+        if cc_sent is not None:
+            cc_sent(size)
+        if not self.rto_armed:
+            self.rto_armed = True
+            self.sim.after(self.rto_ps, self._rto_cb)
+        self.net.injected_packets += 1
+        return pkt
+
+    # --- sender view (spraylab.transport.view) ---------------------------------------------
+    def outstanding(self) -> range:
+        """PSNs sent and not cumulatively acknowledged."""
+        return range(self.snd_una, self.max_sent)
+
+    def queued_resends(self) -> set:
+        return set(self.retx_queue)
+
+    def resend(self, psns) -> None:
+        """Queue ``psns`` for retransmission (a sender scheme's own loss detection uses this)."""
+        self.retx_queue.extend(psns)
+        self.kick()
+
+    # --- feedback --------------------------------------------------------------------
+    cpdef advance(self, int64_t cum_psn, int64_t now):
+        """Apply a cumulative acknowledgement of every PSN below ``cum_psn``."""
+        if cum_psn > self.snd_una:
+            self.snd_una = cum_psn
+            self.last_progress_ps = now
+            if self.snd_nxt < cum_psn:
+                self.snd_nxt = cum_psn
+            if cum_psn >= self.n_packets and not self.sender_done:
+                self.sender_done = True
+                self.acked_ps = now
+                self.net.on_sender_done(self)
+
+    cpdef on_ack(self, Packet pkt):
+        hook = self._ack_hook
+        if hook is not None:
+            hook(pkt)
+        cdef int64_t cum_psn = pkt.psn
+        if cum_psn > self.snd_una:
+            self.advance(cum_psn, self.sim.now)
+        lb = self.lb
+        if lb is not None:
+            lb.on_ack(self, pkt)
+        if self.sender_done or self.in_sched:
+            return
+        if self.retx_queue:
+            self.nic.activate(self)
+            return
+        cdef int64_t nxt = self.snd_nxt
+        cdef int64_t una = self.snd_una
+        if nxt < self.n_packets and nxt < una + self.psn_window and nxt - una < self.window_packets:
+            self.nic.activate(self)
+
+    cpdef on_nack(self, Packet pkt):
+        cdef int64_t now = self.sim.now
+        self.nacks_received += 1
+        cdef int64_t psn = pkt.psn
+        self.advance(psn, now)
+        # A scheme may take over the one retransmission a selective NACK asks for.
+        claimed = self.lb is not None and self.lb.on_nack(self, pkt) and self.recovery.selective
+        if self.sender_done:
+            return
+        if not claimed:
+            self._recovery_nack(psn)
+        if not self.in_sched and self.has_work():
+            self.nic.activate(self)
+
+    cpdef on_cnp(self, Packet pkt):
+        if not self.sender_done:
+            self.cc.on_cnp(self.sim.now)
+
+    def _on_rto(self, _) -> None:
+        self.rto_armed = False
+        if self.sender_done:
+            return
+        now = self.sim.now
+        if self.snd_una >= self.max_sent:
+            return  # nothing outstanding: re-armed by the next send
+        deadline = self.last_progress_ps + self.rto_ps
+        if now < deadline:
+            self.rto_armed = True
+            self.sim.at(deadline, self._rto_cb)
+            return
+        self.timeouts += 1
+        self.last_progress_ps = now
+        self.recovery.on_timeout()
+        if self.lb is not None:
+            self.lb.on_timeout(self)
+        self.rto_armed = True
+        self.sim.after(self.rto_ps, self._rto_cb)
+        if not self.in_sched and self.has_work():
+            self.nic.activate(self)
