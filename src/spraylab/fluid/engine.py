@@ -354,6 +354,7 @@ class FluidOutcome:
     reused: int
     steps: int
     stop_reason: str
+    ack_fallbacks: int = 0  # solves whose ACK reservation fell back to shared rows (fluid/acks.py)
 
 
 def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> FluidOutcome:
@@ -430,7 +431,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     now = 0.0
     last_solve = -np.inf
     dirty = True
-    solves = reused = steps = 0
+    solves = reused = steps = ack_fallbacks = 0
     memo: dict[tuple[int, bytes], np.ndarray] = {}  # rates of the solvable rows, by state
     cap_version = 0
     wall0 = time.perf_counter()
@@ -465,11 +466,13 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
                     ack_start = np.bincount(
                         ack_sub.link, weights=ack_sub.coef * send[acking_entries], minlength=p.n_links
                     )
-                    rates, data_cap, _ = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_start)
+                    solved = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_start, kernel)
+                    rates, solved_on, solved_cap = solved.rates, solved.problem, solved.capacity
+                    ack_fallbacks += solved.fell_back
                 else:
-                    rates, data_cap = solve(sub, routes.cap), routes.cap
+                    rates, solved_on, solved_cap = solve(sub, routes.cap), sub, routes.cap
                 if run.certify:
-                    certify(sub, data_cap, rates)
+                    certify(solved_on, solved_cap, rates)
                 if len(memo) < 4096:
                     memo[key] = rates
                 solves += 1
@@ -571,6 +574,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         reused,
         steps,
         stop,
+        ack_fallbacks,
     )
 
 

@@ -53,6 +53,7 @@ def run_fluid(scenario: Scenario) -> Result:
     }
     if engine == "fluid":  # L0 solves nothing
         run_info["fluid.solver"] = fluid.solver
+        run_info["fluid.ack_fallbacks"] = out.ack_fallbacks
     result = collect(fluid, out, scenario.to_dict(), run_info)
     result.summary["wall_s"] = round(time.perf_counter() - wall0, 3)
     return result
