@@ -42,6 +42,7 @@ from spraylab.config_types import (
     param,
     to_params,
 )
+from spraylab.files import allowing_large
 from spraylab.net.network import SwitchParams
 from spraylab.topology.base import TOPOLOGIES, LinkEvent, TopologySection
 from spraylab.topology.fat_tree import FatTreeTopology
@@ -388,11 +389,11 @@ class Scenario(Section):
         return cls.model_validate(data)
 
     @classmethod
-    def load(cls, path: str | Path) -> Scenario:
+    def load(cls, path: str | Path, allow_large: bool = False) -> Scenario:
         from spraylab.files import relative_to
 
         with relative_to(Path(path).resolve().parent):  # files it names are relative to it
-            return validate(read_toml(path, "scenario"), source=str(path))
+            return validate(read_toml(path, "scenario"), source=str(path), allow_large=allow_large)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -415,10 +416,15 @@ def n_hosts(topology: TopologySection) -> int:
     return topology.n_hosts()
 
 
-def validate(data: dict[str, Any], source: str = "") -> Scenario:
-    """Validate a scenario dict; raise :class:`ScenarioError` with one line per problem."""
+def validate(data: dict[str, Any], source: str = "", allow_large: bool = False) -> Scenario:
+    """Validate a scenario dict; raise :class:`ScenarioError` with one line per problem.
+    ``allow_large`` (or ``run.allow_large = true`` in ``data``) lets the files it names be
+    read beyond the size guard's row limit (:data:`spraylab.files.MAX_FILE_ROWS`)."""
+    run = data.get("run") if isinstance(data, dict) else None
+    allow_large = allow_large or (isinstance(run, dict) and run.get("allow_large") is True)
     try:
-        return Scenario.model_validate(data)
+        with allowing_large(allow_large):
+            return Scenario.model_validate(data)
     except ValidationError as exc:
         prefix = f"{source}: " if source else ""
         raise ScenarioError([prefix + line for line in format_errors(exc, data, Scenario)]) from None
