@@ -339,6 +339,18 @@ class MonitorSection(Section):
     flows: list[MonitorSelector] = ["*"]
     switches: list[MonitorSelector] = ["*"]
 
+    @field_validator("ports", "flows", "switches", mode="before")
+    @classmethod
+    def _selectors(cls, value: Any) -> Any:
+        # checked here so that a bad item is one line, not one per member of the int | str union
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, (int, str)):
+                raise ValueError(
+                    f"item {item!r} is not a selector; give names or globs (strings) or ids (integers)"
+                )
+        return value
+
 
 class Scenario(Section):
     """One simulation run, fully described. Build from a TOML file with :meth:`load`, from a
@@ -375,6 +387,7 @@ class Scenario(Section):
             raise ValueError("workload = []: no workload; give at least one [workload] table")
         for i, w in enumerate(self.workload):
             w.check_fabric(self.topology, n, f"workload[{i}]" if len(self.workload) > 1 else "workload")
+        self._engine_reads_every_section()
         strategies = {getattr(w, "strategy", None) for w in self.workload}
         if self.lb.scheme == "ecmp" and {"rail_spray", "rail_local"} <= strategies:
             raise ValueError(
@@ -382,6 +395,20 @@ class Scenario(Section):
                 "(lb.scheme = 'rps'), so it cannot share a run with strategy 'rail_local' under ecmp"
             )
         return self
+
+    def _engine_reads_every_section(self) -> None:
+        """Sections the chosen engine would ignore are refused, not silently dropped."""
+        engine = self.run.engine
+        if engine != "packet" and self.monitor is not None:
+            raise ValueError(
+                f"monitor: [monitor] samples queues, packets and counters of the packet engine; "
+                f"run.engine = {engine!r} has none; remove [monitor] or set run.engine = 'packet'"
+            )
+        if engine in ("l0", "l0_rail") and self.run.max_events:
+            raise ValueError(
+                f"run.max_events = {self.run.max_events}: run.engine = {engine!r} computes its bound "
+                "without events; use 0 (no budget) or run.engine = 'fluid' or 'packet'"
+            )
 
     # --- construction helpers -----------------------------------------------------------
     @classmethod

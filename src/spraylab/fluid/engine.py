@@ -357,8 +357,9 @@ class FluidOutcome:
     ack_fallbacks: int = 0  # solves whose ACK reservation fell back to shared rows (fluid/acks.py)
 
 
-def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> FluidOutcome:
-    """Run the fluid model to completion (or the time limit / wall budget)."""
+def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_events: int = 0) -> FluidOutcome:
+    """Run the fluid model to completion (or the time limit / wall budget / ``max_events``
+    steps, each an arrival, completion, capacity event or solve time)."""
     ff = run.fabric
     flows = run.flows
     n = len(flows)
@@ -498,7 +499,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             t_next = min(t_next, arrivals[0][0])
         if cap_events:
             t_next = min(t_next, cap_events[0][0])
-        if dirty:
+        if dirty and active.any():  # nothing left to solve for: no solve to wait for either
             t_next = min(t_next, max(now, last_solve + run.quantum_ps))
         if not np.isfinite(t_next):
             stop = "done" if not active.any() and not arrivals else "idle"
@@ -506,6 +507,9 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         if t_next > time_limit_ps:
             t_next = float(time_limit_ps)
             stop = "time_limit"
+        if max_events and steps >= max_events:  # run.max_events, as the packet engine's budget
+            stop = "event_budget"
+            break
         now = t_next
         steps += 1
         if stop == "time_limit":

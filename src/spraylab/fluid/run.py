@@ -34,7 +34,7 @@ def run_fluid(scenario: Scenario, check_size: bool = True) -> Result:
 
         out = simulate_l0(fluid)
     else:
-        out = simulate(fluid, scenario.run.time_limit, scenario.run.max_wall_s)
+        out = simulate(fluid, scenario.run.time_limit, scenario.run.max_wall_s, scenario.run.max_events)
     completed = bool((out.finish_ps >= 0).all())
     run_info: dict[str, Any] = {
         "name": scenario.name,

@@ -179,11 +179,18 @@ def read_parquet(data: bytes, name: str) -> list[FlowRow]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    def unreadable(exc: Exception) -> FormatError:
+        return FormatError(f"{name}: not a Parquet file ({(str(exc).strip().splitlines() or ['?'])[0]})")
+
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        file = pq.ParquetFile(pa.BufferReader(data))
     except (pa.ArrowInvalid, OSError) as exc:
-        raise FormatError(f"{name}: not a Parquet file ({exc})") from None
-    _check_columns(name, table.column_names)
+        raise unreadable(exc) from None
+    _check_columns(name, file.schema_arrow.names)  # before reading: a repeated name fails the read
+    try:
+        table = file.read()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise unreadable(exc) from None
     records = table.to_pylist()
     return [row_from_mapping(r, i, f"{name} row {i + 1}") for i, r in enumerate(records)]
 
