@@ -23,8 +23,8 @@ closer), and when it has not converged (or converged to ACKs alone overfilling a
 which each flow's ACK bytes are entries of its own row (coefficient ``a`` on each ACK link):
 the ACKs *share* the links with data instead of preempting it. That allocation is unique,
 feasible (data plus ACK bytes within every capacity) and certified like any other; it differs
-from the reservation only in capping a flow at a link its ACKs cross, so a flow's rate under it
-is never above its rate at a fixed point of the reservation model. The fluid summary counts
+from the reservation in that a flow may be capped at a link only its ACKs cross (and the others
+on that link get what the cap leaves). The fluid summary counts
 the solves that fell back (``fluid.ack_fallbacks``).
 
 Time-coalesced ACKs alone (``ack_delay`` with no packet or byte threshold) depend on arrival
