@@ -23,7 +23,7 @@ def test_a_flow_whose_acks_cross_a_saturated_link_is_not_bottlenecked_there(kern
     data = problem_from_lists([[0], [0], [1]], 3)
     acks = problem_from_lists([[2], [2], [0]], 3, coefs=[[a], [a], [a]])
     caps = np.array([1.0, 1.0, np.inf])
-    rates, data_cap, load = solve_with_acks(solver_named(kernel), data, acks, caps, np.zeros(3))
+    rates, data_cap, load, _, _ = solve_with_acks(solver_named(kernel), data, acks, caps, np.zeros(3))
     np.testing.assert_allclose(rates, [(1 - a) / 2, (1 - a) / 2, 1.0], rtol=1e-9)
     np.testing.assert_allclose(load[:2], [a * 1.0, 0.0], rtol=1e-9)
     certify(data, data_cap, rates)
@@ -38,7 +38,7 @@ def test_the_reservation_is_the_fixed_point_of_the_acks_it_implies(kernel: str) 
     acks = problem_from_lists([[1], [0]], 2, coefs=[[a], [a]])
     caps = np.array([10.0, 10.0])
     for start in (np.zeros(2), np.full(2, 5.0)):
-        rates, _, load = solve_with_acks(solver_named(kernel), data, acks, caps, start)
+        rates, _, load, _, _ = solve_with_acks(solver_named(kernel), data, acks, caps, start)
         # converged: the last step moved the ACK load by at most ACK_RTOL x capacity, and the
         # step contracts by a, so the rates are that close to the fixed point
         np.testing.assert_allclose(rates, 10.0 / (1 + a), rtol=0, atol=ACK_RTOL * 10.0)
@@ -56,3 +56,53 @@ def test_coalescing_thresholds_set_the_ack_count() -> None:
     # a 10-packet message at 4 per ACK: 3 ACKs (the last one completes the message)
     volume = 10 * data_wire_bytes(4096)
     assert ack_bytes_per_byte(10, volume, 4) == pytest.approx(3 * ACK_WIRE_BYTES / volume)
+
+
+@pytest.mark.parametrize("kernel", FLUID_KERNELS)
+def test_acks_larger_than_their_data_fall_back_to_the_shared_allocation(kernel: str) -> None:
+    """1-byte messages: one ACK frame is more bytes than the data frame (a > 1), the reservation
+    step expands instead of contracting. Two hosts exchanging such messages: the fallback is the
+    max-min allocation with the ACKs as entries, r + a r = C on both host links: C / (1 + a)
+    each, and data plus ACK bytes within every capacity."""
+    a = ACK_WIRE_BYTES / data_wire_bytes(1)
+    assert a > 1
+    data = problem_from_lists([[0], [1]], 2)
+    acks = problem_from_lists([[1], [0]], 2, coefs=[[a], [a]])
+    caps = np.array([10.0, 10.0])
+    for start in (np.zeros(2), np.array([0.0, 9.0])):
+        out = solve_with_acks(solver_named(kernel), data, acks, caps, start)
+        assert out.fell_back
+        np.testing.assert_allclose(out.rates, 10.0 / (1 + a), rtol=1e-9)
+        np.testing.assert_allclose(out.rates + out.ack_load, caps, rtol=1e-9)  # data + ACKs = C
+        certify(out.problem, out.capacity, out.rates)
+
+
+def test_a_link_in_both_a_flows_data_and_ack_rows_sums_its_coefficients() -> None:
+    from spraylab.fluid.acks import shared_problem
+
+    data = problem_from_lists([[0, 2], [1]], 3)
+    acks = problem_from_lists([[2], [0]], 3, coefs=[[0.5], [0.25]])
+    shared = shared_problem(data, acks)
+    assert shared.ptr.tolist() == [0, 2, 4]
+    assert shared.link.tolist() == [0, 2, 0, 1]
+    assert shared.coef.tolist() == [1.0, 1.5, 0.25, 1.0]
+
+
+def test_one_byte_all_to_all_runs_to_completion_under_the_fluid_engine() -> None:
+    """The issue's crash (``ACK reservation did not converge``): every 1-byte message of an
+    all-to-all finishes, no earlier than its FCT bound, with the fallback counted."""
+    from spraylab import run
+    from spraylab.config import validate
+
+    scenario = validate(
+        {
+            "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
+            "workload": {"kind": "all_to_all", "size": "1B"},
+            "run": {"engine": "fluid", "progress": False, "fluid_solver": "numpy"},
+        }
+    )
+    result = run(scenario)
+    assert result.summary["stop_reason"] == "done"
+    assert result.flows["completed"].all() and len(result.flows) == 12
+    assert (result.flows["fct_ps"] >= result.flows["fct_bound_ps"]).all()
+    assert result.summary["fluid.ack_fallbacks"] > 0

@@ -354,3 +354,29 @@ def test_routes_after_reconvergence_are_the_packet_engines() -> None:
     for qp, spec, ent in zip(simulation.net.qps, fluid.flows, fluid.entropy):
         packet = [index[id(p)] for p in trace_route(simulation.net, qp.src, qp.dst, qp.flow_hash).ports]
         assert packet == ff.hash_route(spec.src, spec.dst, packet_hash(spec.flow_id, ent))
+
+
+@pytest.mark.parametrize("quantum", ["10s", "1ms", 0])
+def test_a_quantum_beyond_the_run_still_ends_done(quantum: Any) -> None:
+    """Issue 27: a quantum longer than the time limit (10 s) reported stop = time_limit although
+    every flow had finished. With no flow left to solve for there is no solve to wait for: the run
+    is done, and ends at its last completion, not at a pending solve time."""
+    sc = scenario(leaf_spine(2, 2, 2), {"kind": "permutation", "size": "64KB"}, "ecmp", fluid_quantum=quantum)
+    result = run(sc)
+    assert result.summary["stop_reason"] == "done" and result.flows["completed"].all()
+    assert result.summary["sim_time_ps"] == int(result.flows["finish_ps"].max())
+
+
+def test_max_events_is_an_event_budget_in_the_fluid_engine() -> None:
+    """Issue 27: run.max_events was ignored by the fluid engine. Its steps (arrivals, completions,
+    capacity events, solve times) are the events: a budget of 1 stops after one, unfinished, as
+    the packet engine stops; a budget above the run's steps changes nothing."""
+    sc = scenario(leaf_spine(2, 2, 2), {"kind": "random_pairs", "size": "64KB", "flows": 6, "start": "1us"})
+    full = run(sc)
+    assert full.summary["stop_reason"] == "done" and full.summary["events"] > 1
+    one = run({**sc, "run": {**sc["run"], "max_events": 1}})
+    assert one.summary["stop_reason"] == "event_budget" and one.summary["events"] == 1
+    assert not one.summary["completed"]
+    enough = run({**sc, "run": {**sc["run"], "max_events": full.summary["events"]}})
+    assert enough.summary["stop_reason"] == "done"
+    assert list(enough.flows["fct_ps"]) == list(full.flows["fct_ps"])

@@ -433,6 +433,213 @@ CASES: dict[str, Case] = {
 }
 
 
+# --- issue 27: fluid settings, [monitor], flow files, studies, view ------------------------------
+
+
+def _parquet(columns: dict[str, list[Any]], names: list[str] | None = None) -> bytes:
+    """A Parquet file of ``columns`` (``names``: the column names as written, repeats allowed)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_arrays([pa.array(v) for v in columns.values()], names=names or list(columns))
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+FLUID = {"engine": "fluid"}
+FLOWS_PQ = _parquet({"src": [0, 1], "dst": [1, 2], "size": [1000, 2000]})
+
+
+def flows(file: str, content: str | bytes, **workload: Any) -> Case:
+    """``spraylab run`` on BASE with a flows workload read from ``file``."""
+    return Case(
+        ("run", "{s}"), (), scenario(workload={"kind": "flows", "file": file, **workload}), {file: content}
+    )
+
+
+def flows_case(expect: tuple[str, ...], file: str, content: str | bytes) -> Case:
+    case = flows(file, content)
+    return Case(case.args, (f"workload.file = {file!r}", *expect), case.content, case.files)
+
+
+STUDY = (
+    'name = "s"\ntemplate = "page.md.j2"\n\n[[sweep]]\nname = "perm"\nvariants = ["ecmp/sr"]\n'
+    '[sweep.topology]\nkind = "leaf_spine"\nleaves = 2\nspines = 2\nhosts_per_leaf = 2\n'
+    '[sweep.workload]\nkind = "permutation"\nsize = "64KB"\n'
+)
+
+
+def study_case(command: str, claim: str, expect: tuple[str, ...]) -> Case:
+    """``spraylab study COMMAND`` of a one-sweep study with one claim (TOML lines)."""
+    args = ("study", command, "{s}") + (("--out", "store") if command == "run" else ())
+    text = STUDY + '\n[[claim]]\nid = "c1"\nsweep = "perm"\ncompare = "<="\n' + claim
+    return Case(args, ("claim c1", *expect), text, {"page.md.j2": "# {{ study.title }}\n"})
+
+
+def view_case(expect: tuple[str, ...], **files: str | bytes) -> Case:
+    """``spraylab view run`` of a result directory whose files are valid except ``files``."""
+    valid: dict[str, str | bytes] = {
+        "scenario.json": "{}",
+        "summary.json": "{}",
+        "flows.parquet": FLOWS_PQ,
+        "links.parquet": FLOWS_PQ,
+        "groups.parquet": FLOWS_PQ,
+    }
+    valid.update({name.replace("__", "."): content for name, content in files.items()})
+    return Case(("view", "run"), expect, None, {f"run/{name}": content for name, content in valid.items()})
+
+
+ISSUE_27_CASES: dict[str, Case] = {
+    # fluid settings and the sections an engine would ignore
+    "fluid_monitor_refused": bad(("monitor", "run.engine = 'fluid'", "'packet'"), run=FLUID, monitor={}),
+    "l0_monitor_refused": bad(
+        ("monitor", "run.engine = 'l0'"), run={"engine": "l0"}, monitor={"interval": "1us"}
+    ),
+    "l0_max_events_refused": bad(
+        ("run.max_events = 5", "run.engine = 'l0'", "use 0"), run={"engine": "l0", "max_events": 5}
+    ),
+    "fluid_quantum_word": bad(("run.fluid_quantum", "soon"), run={**FLUID, "fluid_quantum": "soon"}),
+    "fluid_quantum_negative": bad(("run.fluid_quantum", "-1"), run={**FLUID, "fluid_quantum": -1}),
+    "fluid_solver_unknown": bad(
+        ("run.fluid_solver", "gpu", "'auto', 'numpy' or 'numba'"), run={**FLUID, "fluid_solver": "gpu"}
+    ),
+    "fluid_acks_word": bad(("run.fluid_acks", "maybe", "boolean"), run={**FLUID, "fluid_acks": "maybe"}),
+    "engine_unknown": bad(("run.engine", "analytic", "'packet', 'fluid'"), run={"engine": "analytic"}),
+    "fluid_loss_event_refused": bad(
+        ("topology.events.action = 'loss'", "fluid engine", "down, degrade"),
+        run=FLUID,
+        topology={"events": [{**EVENT, "action": "loss", "loss_rate": 0.1}]},
+    ),
+    "fluid_1e9_hosts_too_large": bad(
+        ("scenario too large", "1,000,000,000 hosts", "--allow-large"),
+        run=FLUID,
+        topology={"kind": "leaf_spine", "hosts": 10**9},
+    ),
+    "fluid_1e8_flows_too_large": bad(
+        ("scenario too large", "100,000,000 flows", "--allow-large"),
+        run=FLUID,
+        workload={"kind": "random_pairs", "flows": 10**8, "size": "1KB"},
+    ),
+    "l0_1e9_hosts_too_large": bad(
+        ("scenario too large", "--allow-large"),
+        run={"engine": "l0"},
+        topology={"kind": "leaf_spine", "hosts": 10**9},
+    ),
+    "dt_alpha_inf": bad(("switch.dt_alpha", "inf", "finite"), switch={"dt_alpha": float("inf")}),
+    "dt_alpha_nan": bad(("switch.dt_alpha", "nan", "finite"), switch={"dt_alpha": float("nan")}),
+    "max_wall_s_inf": bad(("run.max_wall_s", "inf", "finite"), run={"max_wall_s": float("inf")}),
+    "moe_zipf_inf": bad(
+        ("workload.zipf_s", "inf", "finite"),
+        topology=RAIL,
+        workload={"kind": "moe", "zipf_s": float("inf")},
+    ),
+    "allgather_2_bytes": bad(
+        ("workload.size = 2", "allgather of 4 ranks", "at least 4 bytes"),
+        workload={"kind": "collective", "collective": "allgather", "size": "2B"},
+    ),
+    "allreduce_3_bytes_fluid": bad(
+        ("workload.size = 3", "allreduce of 4 ranks", "at least 4 bytes"),
+        run=FLUID,
+        workload={"kind": "collective", "collective": "allreduce", "size": 3},
+    ),
+    "reducescatter_below_ranks": bad(
+        ("workload.size = 2", "reducescatter of 3 ranks"),
+        workload={"kind": "collective", "collective": "reducescatter", "size": 2, "hosts": 3},
+    ),
+    # [monitor]
+    "monitor_interval_zero": bad(("monitor.interval", "0", "greater than 0"), monitor={"interval": 0}),
+    "monitor_interval_word": bad(("monitor.interval", "often"), monitor={"interval": "often"}),
+    "monitor_unknown_key": bad(
+        ("monitor.every", "unknown key", "interval, ports, flows, switches"), monitor={"every": "1us"}
+    ),
+    "monitor_1ps_too_large": bad(("scenario too large", "--allow-large"), monitor={"interval": "1ps"}),
+    "monitor_selector_float": bad(("monitor.ports", "1.5", "not a selector"), monitor={"ports": [1.5]}),
+    "monitor_selector_bool": bad(("monitor.flows", "True", "not a selector"), monitor={"flows": [True]}),
+    # flow files
+    "csv_repeated_column": flows_case(
+        ("column 'size' appears more than once",), "f.csv", "src,dst,size,size\n0,1,10,20\n"
+    ),
+    "csv_repeated_src": flows_case(
+        ("column 'src' appears more than once",), "f.csv", "src,src,dst,size\n0,1,2,10\n"
+    ),
+    "csv_header_only": flows_case(("no flows", "at least one row"), "f.csv", "src,dst,size\n"),
+    "csv_comments_only": flows_case(("no flows",), "f.csv", "src,dst,size\n# none yet\n\n"),
+    "csv_fractional_size": flows_case(
+        ("size = 1.5", "whole number of bytes"), "f.csv", "src,dst,size\n0,1,1.5\n"
+    ),
+    "csv_fractional_start": flows_case(
+        ("start = 2.5", "whole number of picoseconds"), "f.csv", "src,dst,size,start\n0,1,10,2.5\n"
+    ),
+    "csv_too_many_rows": flows_case(
+        ("1,000,001 rows exceed", "1,000,000", "--allow-large"),
+        "f.csv",
+        "src,dst,size\n" + "0,1,1\n" * 1_000_001,
+    ),
+    "parquet_float_size": flows_case(
+        ("size = 1000.5", "whole number of bytes"),
+        "f.parquet",
+        _parquet({"src": [0], "dst": [1], "size": [1000.5]}),
+    ),
+    "parquet_float_start": flows_case(
+        ("start = 0.25", "whole number of picoseconds"),
+        "f.parquet",
+        _parquet({"src": [0], "dst": [1], "size": [1000], "start": [0.25]}),
+    ),
+    "parquet_no_rows": flows_case(
+        ("no flows",),
+        "f.parquet",
+        _parquet({"src": [], "dst": [], "size": []}),
+    ),
+    "parquet_repeated_column": flows_case(
+        ("column 'size' appears more than once",),
+        "f.parquet",
+        _parquet({"a": [0], "b": [1], "c": [10], "d": [20]}, names=["src", "dst", "size", "size"]),
+    ),
+    "htsim_no_connections": flows_case(("no flows",), "f.cm", "Nodes 4\nConnections 0\n"),
+    "ns3_no_flows": Case(
+        ("run", "{s}"),
+        ("workload.file = 'flow.txt'", "no flows"),
+        scenario(workload={"kind": "flows", "file": "flow.txt", "format": "ns3"}),
+        {"flow.txt": "0\n"},
+    ),
+    # studies: claims are checked before anything runs
+    "study_run_unknown_metric": study_case(
+        "run", 'metric = "completion_pss"\nvalue = 1\n', ("completion_pss", "did you mean 'completion_ps'")
+    ),
+    "study_check_unknown_metric": study_case(
+        "check", 'metric = "slowdown_men"\nvalue = 1\n', ("slowdown_men", "did you mean 'slowdown_mean'")
+    ),
+    "study_unknown_operand": study_case(
+        "run", 'metric = "completion_ps - fct_p5_ps"\nvalue = 1\n', ("'fct_p5_ps' is not a metric",)
+    ),
+    "study_unknown_reference_metric": study_case(
+        "run",
+        'metric = "completion_ps"\nreference = {metric = "incast_bund_ps"}\n',
+        ("reference.metric", "incast_bund_ps", "incast_bound_ps"),
+    ),
+    # view: a result directory whose files are damaged
+    "view_truncated_summary": view_case(
+        ("summary.json", "not valid JSON"), summary__json='{"flows": 4, "fct'
+    ),
+    "view_summary_not_an_object": view_case(("summary.json", "expected an object"), summary__json="[1, 2]"),
+    "view_empty_scenario": view_case(("scenario.json", "not valid JSON"), scenario__json=""),
+    "view_summary_not_utf8": view_case(("summary.json", "not valid JSON"), summary__json=b"\xff\xfe{}"),
+    "view_truncated_flows": view_case(
+        ("flows.parquet", "not a readable Parquet"), flows__parquet=FLOWS_PQ[:40]
+    ),
+    "view_truncated_links": view_case(
+        ("links.parquet", "not a readable Parquet"), links__parquet=FLOWS_PQ[: len(FLOWS_PQ) // 2]
+    ),
+    "view_groups_not_parquet": view_case(
+        ("groups.parquet", "not a readable Parquet"), groups__parquet="a,b\n1,2\n"
+    ),
+}
+CASES.update(ISSUE_27_CASES)
+
+
 def write(path: Path, content: dict[str, Any] | str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(content, bytes):

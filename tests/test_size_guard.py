@@ -42,6 +42,32 @@ HUGE: dict[str, dict[str, Any]] = {
     "poisson_1000s": {"topology": SMALL, "workload": {"kind": "cdf", "duration": "1000s"}},
     "1000TB_flow": {"topology": SMALL, "workload": {"kind": "permutation", "size": "1000TB"}},
 }
+# Issue 27: the same guard on the flow-level engines, on [monitor] and on files a scenario names.
+HUGE_ELSEWHERE: dict[str, dict[str, Any]] = {
+    "1e9_hosts_fluid": {**HUGE["1e9_hosts"], "run": {"engine": "fluid"}},
+    "1e8_flows_fluid": {**HUGE["1e8_flows"], "run": {"engine": "fluid"}},
+    "1e9_hosts_l0": {**HUGE["1e9_hosts"], "run": {"engine": "l0"}},
+    "monitor_1ps": {"topology": SMALL, "workload": {"kind": "permutation"}, "monitor": {"interval": "1ps"}},
+    "topo_1e9_nodes": {
+        "topology": {"kind": "imported", "file": "big.topo"},
+        "workload": {"kind": "permutation"},
+    },
+    "csv_2e6_rows": {"topology": SMALL, "workload": {"kind": "flows", "file": "big.csv"}},
+}
+# a two-tier htsim fat-tree of 10^9 hosts: 10^6 ToRs of 1,000 hosts under 2 spines
+BIG_TOPO = """Nodes 1000000000
+Tiers 2
+Tier 0
+Downlink_speed_Gbps 100
+Uplink_speed_Gbps 100
+Radix_Down 1000
+Radix_Up 2
+Downlink_Latency_ns 1000
+Uplink_Latency_ns 1000
+Tier 1
+Radix_Down 1000000
+"""
+CSV_ROWS = 2_000_000
 SWEEP_1E7 = {
     "topology": SMALL,
     "workload": {"kind": "permutation"},
@@ -79,12 +105,15 @@ print(json.dumps(results))
 def refused(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     directory = tmp_path_factory.mktemp("huge")
     jobs = {}
-    for name, data in HUGE.items():
+    (directory / "big.topo").write_text(BIG_TOPO)
+    (directory / "big.csv").write_text("src,dst,size\n" + "0,1,1000\n" * CSV_ROWS)
+    for name, data in {**HUGE, **HUGE_ELSEWHERE}.items():
         (directory / f"{name}.toml").write_text(tomli_w.dumps(data))
         jobs[name] = ["run", f"{name}.toml"]
     (directory / "sweep_1e7.toml").write_text(tomli_w.dumps(SWEEP_1E7))
     jobs["sweep_1e7_points"] = ["sweep", "sweep_1e7.toml", "--dry-run"]
-    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    # this checkout's code, whatever PYTHONPATH (relative to another directory) or install says
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
     proc = subprocess.run(
         [sys.executable, "-c", LIMITED_CLI.format(limit=CHILD_ADDRESS_SPACE), json.dumps(jobs)],
         capture_output=True,
@@ -97,7 +126,7 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     return json.loads(proc.stdout)
 
 
-@pytest.mark.parametrize("name", [*HUGE, "sweep_1e7_points"])
+@pytest.mark.parametrize("name", [*HUGE, *HUGE_ELSEWHERE, "sweep_1e7_points"])
 def test_huge_input_is_refused_in_one_line(name: str, refused: dict[str, dict[str, Any]]) -> None:
     """Refused before anything is built: exit 2 with one error line, within seconds, in a child
     whose address space is capped at 2 GB (building any of these would hit MemoryError)."""
@@ -110,6 +139,8 @@ def test_huge_input_is_refused_in_one_line(name: str, refused: dict[str, dict[st
     assert "run.allow_large = true" in lines[0] and "--allow-large" in lines[0], lines[0]
     if name == "sweep_1e7_points":
         assert "10,000,000 points" in lines[0] and f"{MAX_SWEEP_POINTS:,}" in lines[0], lines[0]
+    elif name == "csv_2e6_rows":  # refused before a row is parsed (reading it took 54 s)
+        assert "workload.file = 'big.csv'" in lines[0] and f"{CSV_ROWS:,} rows exceed" in lines[0], lines[0]
     else:
         assert "scenario too large" in lines[0] and "exceeds the limit" in lines[0], lines[0]
         assert "address-space limit" in lines[0], lines[0]  # the child's 2 GB cap is the limit
@@ -276,3 +307,66 @@ class _Stop(Exception):
     @staticmethod
     def fire() -> None:
         raise _Stop
+
+
+def test_an_htsim_topology_is_counted_before_it_is_built() -> None:
+    """The plan of an htsim fat-tree has the counts of the fabric it builds (k = 4 three-tier:
+    16 hosts, 20 switches, 48 links), and the 10^9-host one the closed form: N hosts, N / 1000
+    ToRs plus 2 spines, N host links plus 2 uplinks per ToR."""
+    from test_formats import K4_TOPO
+
+    from spraylab.formats import htsim
+
+    plan = htsim.plan_fabric(htsim.parse_topo(K4_TOPO, "k4.topo"))
+    built = plan.build()
+    assert (
+        (plan.n_hosts, plan.n_switches, plan.n_links)
+        == (
+            built.n_hosts,
+            len(built.switch_tier),
+            len(built.links),
+        )
+        == (16, 20, 48)
+    )
+    big = htsim.plan_fabric(htsim.parse_topo(BIG_TOPO, "big.topo"))
+    n = 10**9
+    assert (big.n_hosts, big.n_switches, big.n_links) == (n, n // 1000 + 2, n + 2 * (n // 1000))
+
+
+def test_flow_file_row_limit_and_its_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A flow file beyond the row limit is refused unless run.allow_large (in the scenario, the
+    API or --allow-large) lets it be read; within the limit it is read."""
+    from spraylab import cli, files
+    from spraylab.config import validate
+
+    monkeypatch.setattr(files, "MAX_FILE_ROWS", 2)
+    path = tmp_path / "three.csv"
+    path.write_text("src,dst,size\n0,1,1KB\n1,2,1KB\n2,3,1KB\n")
+    data = {"topology": SMALL, "workload": {"kind": "flows", "file": str(path)}}
+    with pytest.raises(ScenarioError, match="3 rows exceed the limit of 2 rows"):
+        validate(data)
+    assert len(validate(data, allow_large=True).workload[0].flow_rows) == 3
+    assert validate({**data, "run": {"allow_large": True}}).run.allow_large
+    (tmp_path / "s.toml").write_text(tomli_w.dumps(data))
+    seen: list[Scenario] = []
+    monkeypatch.setattr(cli, "run_one", lambda scenario, label="": seen.append(scenario) or _Stop.fire())
+    monkeypatch.setattr(sys, "argv", ["spraylab", "run", str(tmp_path / "s.toml"), "--allow-large"])
+    with pytest.raises(_Stop):
+        cli.main()
+    assert len(seen[0].workload[0].flow_rows) == 3
+    monkeypatch.setattr(files, "MAX_FILE_ROWS", 3)
+    assert len(validate(data).workload[0].flow_rows) == 3
+
+
+@pytest.mark.parametrize("engine", ["fluid", "l0"])
+def test_flow_level_engines_are_estimated_without_packets(engine: str) -> None:
+    """A flow-level run's estimate has the fabric's counts and the flows, no events, and its
+    memory grows with the flows alone (1.5 KB each, measured): 10^8 flows are refused by memory,
+    a 1000 TB flow (refused by packets under the packet engine) is not refused."""
+    huge_flows = Scenario.from_dict({**HUGE["1e8_flows"], "run": {"engine": engine}})
+    est = estimate(huge_flows)
+    assert est.flows == 10**8 and est.events == 0
+    with pytest.raises(ScenarioError, match="scenario too large"):
+        check(huge_flows)
+    big_flow = Scenario.from_dict({**HUGE["1000TB_flow"], "run": {"engine": engine}})
+    assert check(big_flow).memory_bytes < 10**8

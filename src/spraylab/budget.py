@@ -2,8 +2,8 @@
 
 A scenario that validates can still be far beyond what the machine holds (10^9 hosts, a 1000 TB
 flow, 1000 s of Poisson arrivals); building it would grow by gigabytes with no output. ``check``
-estimates hosts, switches, ports, flows, packets, events and memory in O(number of sections), and
-refuses with one line naming the estimate and the limit unless ``run.allow_large = true`` (CLI:
+estimates hosts, switches, ports, flows, packets, events and memory in O(number of sections), for
+every engine (the flow-level ones hold no packets: memory and flows only), and refuses with one line naming the estimate and the limit unless ``run.allow_large = true`` (CLI:
 ``--allow-large``). Sweeps are checked the same way per point, and their point count before the
 product of the axes is expanded (:func:`check_sweep_points`).
 
@@ -48,6 +48,14 @@ PORT_BYTES = 900
 HOST_BYTES = 2_000
 ROUTE_SLOT_BYTES = 8
 QUEUED_PACKET_BYTES = 250
+# Flow-level engines (run.engine = "fluid" or "l0") keep no packets, queues or events: per message
+# its FlowSpec and a few array slots. Measured as above: fluid (numpy solver) and l0 runs of
+# 2,000 vs 20,000 one-packet random_pairs messages, 3.1 -> 29.9 MB and 1.7 -> 16.1 MB: 1.5 KB
+# and 0.8 KB per message; both charged 1.5 KB.
+FLOW_LEVEL_FLOW_BYTES = 1_500
+# [monitor] keeps one row per monitored port and switch per sample (PORT_COLUMNS: 16 values of
+# 8 bytes, plus the array growth slack): 200 B per row, every port and switch monitored.
+MONITOR_ROW_BYTES = 200
 # Each topology and workload kind estimates its own size (estimate_size); the rail workloads' extra
 # memory (byte matrices, token routing) is measured in spraylab.workload.rail_workload and kinds.moe.
 # Measured events per data packet: 9.4 on a leaf-spine (4 hops each way), 13.1 on a fat-tree
@@ -99,15 +107,27 @@ def estimate(scenario: Scenario) -> Estimate:
             extra + size.memory_bytes,
         )
     packets = flows + total_bytes // t.mtu  # >= the sum of ceil(size / MTU) over the flows
+    routing = (hosts + switches) * hosts * ROUTE_SLOT_BYTES
+    if scenario.run.engine != "packet":
+        # no packets, events or queues; l0_rail builds no messages (its byte matrices are extra)
+        per_flow = 0 if scenario.run.engine == "l0_rail" else FLOW_LEVEL_FLOW_BYTES
+        memory = hosts * HOST_BYTES + ports * PORT_BYTES + routing + flows * per_flow + extra
+        return Estimate(hosts, switches, ports, flows, packets, 0, memory)
     # ack_every = 0 coalesces by bytes or time only: at most one ACK per packet still bounds it.
     acks_per_packet = 1 / t.ack_every if t.ack_every else 1.0
     events = math.ceil(packets * (hops * (1 + acks_per_packet) + EVENTS_PER_PACKET_EXTRA))
+    monitor_rows = 0
+    if scenario.monitor is not None:  # a sample per interval until the time limit, at most
+        samples = -(-scenario.run.time_limit // scenario.monitor.interval)
+        events += samples
+        monitor_rows = samples * (ports + switches)
     queued = min(packets, switches * (scenario.switch.buffer // t.mtu + 1))  # every buffer full
     memory = (
         hosts * HOST_BYTES
         + ports * PORT_BYTES
-        + (hosts + switches) * hosts * ROUTE_SLOT_BYTES
+        + routing
         + flows * FLOW_BYTES
+        + monitor_rows * MONITOR_ROW_BYTES
         + packets * RECOVERIES.get(t.recovery).state_bytes_per_packet
         + queued * QUEUED_PACKET_BYTES
         + extra
@@ -145,10 +165,9 @@ def check(scenario: Scenario, allow_large: bool = False) -> Estimate:
     """The estimate of ``scenario``; a one-line :class:`ScenarioError` when it exceeds the
     memory limit or the flow/packet caps, unless ``allow_large`` or ``run.allow_large``."""
     est = estimate(scenario)
-    # The estimate is the packet engine's (events, packets in flight); flow-level engines keep
-    # a few arrays per flow and link.
-    if allow_large or scenario.run.allow_large or scenario.run.engine != "packet":
+    if allow_large or scenario.run.allow_large:
         return est
+    packet_engine = scenario.run.engine == "packet"  # flow-level engines hold no packets
     available, source = memory_available()
     limit = int(available * MEMORY_FRACTION)
     if est.memory_bytes > limit:
@@ -156,9 +175,9 @@ def check(scenario: Scenario, allow_large: bool = False) -> Estimate:
             f"estimated memory {human_bytes(est.memory_bytes)} exceeds the limit {human_bytes(limit)} "
             f"({MEMORY_FRACTION:.0%} of {source}, {human_bytes(available)})"
         )
-    elif est.flows > MAX_FLOWS:
+    elif scenario.run.engine != "l0_rail" and est.flows > MAX_FLOWS:  # l0_rail builds no messages
         problem = f"estimated {_count(est.flows)} flows exceed the limit of {MAX_FLOWS:,} flows"
-    elif est.packets > MAX_PACKETS:
+    elif packet_engine and est.packets > MAX_PACKETS:
         problem = f"estimated {_count(est.packets)} packets exceed the limit of {MAX_PACKETS:,} packets"
     else:
         return est

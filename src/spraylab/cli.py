@@ -138,8 +138,9 @@ def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
 
     from spraylab.config import Scenario
 
+    allow_large = overrides.get("run.allow_large") is True  # before the files are read
     if path_or_preset.startswith(EXAMPLE_PREFIX):
-        scenario = Scenario.load(example_path(path_or_preset))
+        scenario = Scenario.load(example_path(path_or_preset), allow_large)
         return scenario.with_overrides(overrides) if overrides else scenario
     path = Path(path_or_preset)
     if not path.exists() and path_or_preset in preset_names():
@@ -150,7 +151,7 @@ def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
         )
     from spraylab.config import Scenario
 
-    scenario = Scenario.load(path)
+    scenario = Scenario.load(path, allow_large)
     return scenario.with_overrides(overrides) if overrides else scenario
 
 

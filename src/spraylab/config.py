@@ -43,6 +43,7 @@ from spraylab.config_types import (
     param,
     to_params,
 )
+from spraylab.files import allowing_large
 from spraylab.net.network import SwitchParams
 from spraylab.topology.base import TOPOLOGIES, LinkEvent, TopologySection
 from spraylab.topology.fat_tree import FatTreeTopology
@@ -355,6 +356,18 @@ class MonitorSection(Section):
     flows: list[MonitorSelector] = ["*"]
     switches: list[MonitorSelector] = ["*"]
 
+    @field_validator("ports", "flows", "switches", mode="before")
+    @classmethod
+    def _selectors(cls, value: Any) -> Any:
+        # checked here so that a bad item is one line, not one per member of the int | str union
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if isinstance(item, bool) or not isinstance(item, (int, str)):
+                raise ValueError(
+                    f"item {item!r} is not a selector; give names or globs (strings) or ids (integers)"
+                )
+        return value
+
 
 class Scenario(Section):
     """One simulation run, fully described. Build from a TOML file with :meth:`load`, from a
@@ -396,6 +409,7 @@ class Scenario(Section):
             )
             if late:
                 raise ValueError(late)
+        self._engine_reads_every_section()
         strategies = {getattr(w, "strategy", None) for w in self.workload}
         if self.lb.scheme == "ecmp" and {"rail_spray", "rail_local"} <= strategies:
             raise ValueError(
@@ -403,6 +417,20 @@ class Scenario(Section):
                 "(lb.scheme = 'rps'), so it cannot share a run with strategy 'rail_local' under ecmp"
             )
         return self
+
+    def _engine_reads_every_section(self) -> None:
+        """Sections the chosen engine would ignore are refused, not silently dropped."""
+        engine = self.run.engine
+        if engine != "packet" and self.monitor is not None:
+            raise ValueError(
+                f"monitor: [monitor] samples queues, packets and counters of the packet engine; "
+                f"run.engine = {engine!r} has none; remove [monitor] or set run.engine = 'packet'"
+            )
+        if engine in ("l0", "l0_rail") and self.run.max_events:
+            raise ValueError(
+                f"run.max_events = {self.run.max_events}: run.engine = {engine!r} computes its bound "
+                "without events; use 0 (no budget) or run.engine = 'fluid' or 'packet'"
+            )
 
     # --- construction helpers -----------------------------------------------------------
     @classmethod
@@ -412,11 +440,11 @@ class Scenario(Section):
         return validate(data)
 
     @classmethod
-    def load(cls, path: str | Path) -> Scenario:
+    def load(cls, path: str | Path, allow_large: bool = False) -> Scenario:
         from spraylab.files import relative_to
 
         with relative_to(Path(path).resolve().parent):  # files it names are relative to it
-            return validate(read_toml(path, "scenario"), source=str(path))
+            return validate(read_toml(path, "scenario"), source=str(path), allow_large=allow_large)
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -439,10 +467,15 @@ def n_hosts(topology: TopologySection) -> int:
     return topology.n_hosts()
 
 
-def validate(data: dict[str, Any], source: str = "") -> Scenario:
-    """Validate a scenario dict; raise :class:`ScenarioError` with one line per problem."""
+def validate(data: dict[str, Any], source: str = "", allow_large: bool = False) -> Scenario:
+    """Validate a scenario dict; raise :class:`ScenarioError` with one line per problem.
+    ``allow_large`` (or ``run.allow_large = true`` in ``data``) lets the files it names be
+    read beyond the size guard's row limit (:data:`spraylab.files.MAX_FILE_ROWS`)."""
+    run = data.get("run") if isinstance(data, dict) else None
+    allow_large = allow_large or (isinstance(run, dict) and run.get("allow_large") is True)
     try:
-        return Scenario.model_validate(data)
+        with allowing_large(allow_large):
+            return Scenario.model_validate(data)
     except ValidationError as exc:
         prefix = f"{source}: " if source else ""
         problems = [replace(p, line=prefix + p.line) for p in problems_of(exc, data, Scenario)]

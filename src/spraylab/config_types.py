@@ -37,7 +37,9 @@ P = TypeVar("P")
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and nan are TOML floats, and no key means either (0 means "none" where a key has a
+    # "none"): refused as one line rather than a traceback deep in the run (dt_alpha = inf)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def one_of(names: list[str] | tuple[str, ...]) -> str:

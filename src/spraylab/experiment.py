@@ -156,7 +156,7 @@ def run(
     if scenario.run.engine != "packet":  # flow-level engines: spraylab.fluid
         from spraylab.fluid.run import run_fluid
 
-        return run_fluid(scenario)
+        return run_fluid(scenario, check_size)
     simulation = build(scenario, check_size)
     if scenario.run.stop == "time":
         simulation.net.stop_when_done = False

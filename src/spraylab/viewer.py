@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from spraylab.metrics.result import Result
+from spraylab.metrics.result import Result, ResultFileError
 from spraylab.units import format_bytes, format_rate, format_time_label
 
 GENERATOR = "spraylab view"  # the page's <meta name="generator">: marks a file spraylab may replace
@@ -296,6 +296,10 @@ table{border-collapse:collapse;font-size:0.9em}td{border:1px solid #ddd;padding:
 """
 
 
+# the first lines of every page (what :func:`_is_ours` recognises)
+_PAGE_START = f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">\n<meta name="generator" content="{GENERATOR}">\n'
+
+
 def render_view(result: Result, plotly_js: str = "inline") -> str:
     """The page as text. ``plotly_js``: ``"inline"`` embeds plotly.js (a self-contained page),
     anything else is the relative URL of a shared copy (``plotly.min.js`` written beside)."""
@@ -311,9 +315,7 @@ def render_view(result: Result, plotly_js: str = "inline") -> str:
         else f'<script src="{e(plotly_js)}"></script>'
     )
     parts = [
-        "<!doctype html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta name="generator" content="{GENERATOR}">',
+        _PAGE_START.removesuffix("\n"),
         f"<title>spraylab run: {e(title)}</title>",
         f"<style>{CSS}</style>",
         script,
@@ -343,11 +345,14 @@ def render_view(result: Result, plotly_js: str = "inline") -> str:
 
 
 def _is_ours(path: Path) -> bool:
+    """Whether ``path`` starts exactly as every page :func:`render_view` writes (a file that
+    merely mentions the generator tag is the user's)."""
     try:
-        head = path.read_text(errors="replace")[:2000]
+        with path.open(errors="replace") as f:
+            head = f.read(len(_PAGE_START))
     except OSError:
         return False
-    return f'<meta name="generator" content="{GENERATOR}">' in head
+    return head == _PAGE_START
 
 
 def write_view(run_dir: str | Path, out: str | Path | None = None) -> Path:
@@ -356,12 +361,18 @@ def write_view(run_dir: str | Path, out: str | Path | None = None) -> Path:
     run = Path(run_dir)
     try:
         result = Result.load(run)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, ResultFileError) as exc:
         raise ViewError(str(exc)) from None
     target = Path(out) if out is not None else run.with_name(run.name + ".html")
     if target.exists() and (target.is_dir() or not _is_ours(target)):
         raise ViewError(f"{target}: exists and is not a spraylab view page; give another --out")
-    text = render_view(result)
+    try:
+        text = render_view(result)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        # valid JSON and Parquet, but not the keys and columns spraylab writes (edited by hand)
+        raise ViewError(
+            f"{run}: the result's files do not hold what spraylab writes ({type(exc).__name__}: {exc})"
+        ) from None
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(text)
     tmp.replace(target)

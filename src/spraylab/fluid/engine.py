@@ -356,10 +356,12 @@ class FluidOutcome:
     reused: int
     steps: int
     stop_reason: str
+    ack_fallbacks: int = 0  # solves whose ACK reservation fell back to shared rows (fluid/acks.py)
 
 
-def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> FluidOutcome:
-    """Run the fluid model to completion (or the time limit / wall budget)."""
+def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_events: int = 0) -> FluidOutcome:
+    """Run the fluid model to completion (or the time limit / wall budget / ``max_events``
+    steps, each an arrival, completion, capacity event or solve time)."""
     ff = run.fabric
     flows = run.flows
     n = len(flows)
@@ -432,7 +434,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
     now = 0.0
     last_solve = -np.inf
     dirty = True
-    solves = reused = steps = 0
+    solves = reused = steps = ack_fallbacks = 0
     memo: dict[tuple[int, bytes], np.ndarray] = {}  # rates of the solvable rows, by state
     cap_version = 0
     wall0 = time.perf_counter()
@@ -467,11 +469,13 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
                     ack_start = np.bincount(
                         ack_sub.link, weights=ack_sub.coef * send[acking_entries], minlength=p.n_links
                     )
-                    rates, data_cap, _ = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_start)
+                    solved = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_start, kernel)
+                    rates, solved_on, solved_cap = solved.rates, solved.problem, solved.capacity
+                    ack_fallbacks += solved.fell_back
                 else:
-                    rates, data_cap = solve(sub, routes.cap), routes.cap
+                    rates, solved_on, solved_cap = solve(sub, routes.cap), sub, routes.cap
                 if run.certify:
-                    certify(sub, data_cap, rates)
+                    certify(solved_on, solved_cap, rates)
                 if len(memo) < 4096:
                     memo[key] = rates
                 solves += 1
@@ -497,7 +501,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
             t_next = min(t_next, arrivals[0][0])
         if cap_events:
             t_next = min(t_next, cap_events[0][0])
-        if dirty:
+        if dirty and active.any():  # nothing left to solve for: no solve to wait for either
             t_next = min(t_next, max(now, last_solve + run.quantum_ps))
         if not np.isfinite(t_next):
             stop = "done" if not active.any() and not arrivals else "idle"
@@ -505,6 +509,9 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         if t_next > time_limit_ps:
             t_next = float(time_limit_ps)
             stop = "time_limit"
+        if max_events and steps >= max_events:  # run.max_events, as the packet engine's budget
+            stop = "event_budget"
+            break
         now = t_next
         steps += 1
         if stop == "time_limit":
@@ -573,6 +580,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0) -> Flui
         reused,
         steps,
         stop,
+        ack_fallbacks,
     )
 
 

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from spraylab import provenance
+from spraylab.budget import check as check_budget
 from spraylab.config import Scenario
 from spraylab.fluid.collect import collect
 from spraylab.fluid.engine import prepare, simulate
@@ -14,9 +15,12 @@ from spraylab.metrics.result import Result
 from spraylab.workload.rail_strategies import lb_override
 
 
-def run_fluid(scenario: Scenario) -> Result:
+def run_fluid(scenario: Scenario, check_size: bool = True) -> Result:
     """Run ``scenario`` with the fluid engine (``run.engine = "fluid"``) or its L0 bound
-    (``"l0"``, :mod:`spraylab.fluid.l0`) and return the packet engine's Result tables."""
+    (``"l0"``, :mod:`spraylab.fluid.l0`) and return the packet engine's Result tables. A
+    scenario beyond the size guard (:mod:`spraylab.budget`) is refused before anything is built."""
+    if check_size:
+        check_budget(scenario)
     wall0 = time.perf_counter()
     scenario = lb_override(scenario)  # rail_spray means per-packet spraying, as in the packet engine
     engine = scenario.run.engine
@@ -30,7 +34,7 @@ def run_fluid(scenario: Scenario) -> Result:
 
         out = simulate_l0(fluid)
     else:
-        out = simulate(fluid, scenario.run.time_limit, scenario.run.max_wall_s)
+        out = simulate(fluid, scenario.run.time_limit, scenario.run.max_wall_s, scenario.run.max_events)
     completed = bool((out.finish_ps >= 0).all())
     run_info: dict[str, Any] = {
         "name": scenario.name,
@@ -53,6 +57,7 @@ def run_fluid(scenario: Scenario) -> Result:
     }
     if engine == "fluid":  # L0 solves nothing
         run_info["fluid.solver"] = fluid.solver
+        run_info["fluid.ack_fallbacks"] = out.ack_fallbacks
     result = collect(fluid, out, scenario.to_dict(), run_info)
     result.summary["wall_s"] = round(time.perf_counter() - wall0, 3)
     return result

@@ -361,9 +361,49 @@ def desc_name(desc: FatTreeDescription) -> str:
     return "topology"
 
 
+@dataclass(frozen=True)
+class FabricPlan:
+    """An htsim fat-tree checked and counted but not built: its counts are what the size guard
+    (spraylab.budget) needs, so a description of 10^9 hosts is refused before any is built."""
+
+    desc: FatTreeDescription
+    rates: list[int]
+    delays: list[int]
+    hosts_per_tor: int
+    tors: int
+    pods: int
+    tors_per_pod: int
+    aggs_per_pod: int
+    cores_per_group: int
+    b01: int
+    b12: int
+
+    @property
+    def n_hosts(self) -> int:
+        return self.desc.nodes
+
+    @property
+    def n_switches(self) -> int:
+        return self.tors + self.aggs_per_pod * self.pods + self.aggs_per_pod * self.cores_per_group
+
+    @property
+    def n_links(self) -> int:
+        up = self.tors * self.aggs_per_pod * self.b01
+        top = self.pods * self.aggs_per_pod * self.cores_per_group * self.b12
+        return self.desc.nodes + up + top
+
+    def build(self) -> Fabric:
+        return _build(self)
+
+
 def build_fabric(desc: FatTreeDescription) -> Fabric:
     """The fabric of an htsim fat-tree description (switch tiers 1 = ToR, 2 = aggregation,
     3 = core; names tor<i>, agg<i>, core<i>, hosts h<i> numbered as htsim does)."""
+    return plan_fabric(desc).build()
+
+
+def plan_fabric(desc: FatTreeDescription) -> FabricPlan:
+    """Every check of :func:`build_fabric`, and the counts, without building anything."""
     for t in range(desc.tiers):
         latency = _get(desc, t, "Switch_Latency_ns")
         if latency is not None and latency[0] != 0:
@@ -415,10 +455,6 @@ def build_fabric(desc: FatTreeDescription) -> Fabric:
         )
     aggs_per_pod = up0 // b01  # every ToR reaches every switch above it in its pod
     _expect_down(desc, 1, tors_per_pod * b01, f"{tors_per_pod} ToRs per pod x Bundle {b01}")
-
-    fabric = Fabric(kind="imported", host_rate_bps=rates[0])
-    for a in range(aggs_per_pod * pods):
-        fabric.add_switch(f"agg{a}", 2)
     cores_per_group = 0
     if desc.tiers == 3:
         up1 = _radix_up(desc, 1, tors_per_pod * b01)
@@ -429,6 +465,19 @@ def build_fabric(desc: FatTreeDescription) -> Fabric:
         # aggregation switch i of every pod reaches core group i, as in a k-ary fat-tree
         cores_per_group = up1 // b12
         _expect_down(desc, 2, pods * b12, f"{pods} pods x Bundle {b12}")
+    return FabricPlan(
+        desc, rates, delays, hosts_per_tor, tors, pods, tors_per_pod, aggs_per_pod, cores_per_group, b01, b12
+    )
+
+
+def _build(plan: FabricPlan) -> Fabric:
+    desc, rates, delays = plan.desc, plan.rates, plan.delays
+    hosts_per_tor, tors, pods, tors_per_pod = plan.hosts_per_tor, plan.tors, plan.pods, plan.tors_per_pod
+    aggs_per_pod, cores_per_group, b01, b12 = plan.aggs_per_pod, plan.cores_per_group, plan.b01, plan.b12
+    fabric = Fabric(kind="imported", host_rate_bps=rates[0])
+    for a in range(aggs_per_pod * pods):
+        fabric.add_switch(f"agg{a}", 2)
+    if desc.tiers == 3:
         for c in range(aggs_per_pod * cores_per_group):
             fabric.add_switch(f"core{c}", 3)
     for tor in range(tors):

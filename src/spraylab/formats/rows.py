@@ -6,6 +6,7 @@ A bad value raises :class:`FormatError` naming the file, the row and the column.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -18,6 +19,7 @@ from spraylab.units import UnitError, parse_bytes, parse_time_ps
 from spraylab.workload.flows import FlowSpec
 
 CSV_COLUMNS = ("id", "src", "dst", "size", "start", "after")
+_BASE_UNIT = {"size": "bytes", "start": "picoseconds"}
 REQUIRED_COLUMNS = ("src", "dst", "size")
 
 
@@ -84,6 +86,15 @@ def parse_quantity(where: str, column: str, value: Any, parse: Callable[[Any], i
         # A bare number is in the base unit (bytes, picoseconds), as in a scenario file.
         if value.isdigit():
             value = int(value)
+        else:
+            with contextlib.suppress(ValueError):
+                value = float(value)  # a bare decimal ("1.5"): checked as a Parquet float below
+    # a fraction of the base unit (Parquet's float columns, "1.5" in a CSV) would be rounded
+    # silently: refused (2000.0 is exact and read)
+    if isinstance(value, float) and value == value and abs(value) != float("inf") and not value.is_integer():
+        raise field_error(
+            where, column, value, f"must be a whole number of {_BASE_UNIT.get(column, 'units')}"
+        )
     try:
         return parse(value)
     except UnitError as exc:
@@ -122,6 +133,9 @@ def row_from_mapping(record: dict[str, Any], index: int, where: str) -> FlowRow:
 
 def _check_columns(name: str, columns: Iterable[str]) -> None:
     columns = list(columns)
+    repeated = [c for i, c in enumerate(columns) if c in columns[:i]]
+    if repeated:  # a dict of the row would keep the last one silently
+        raise FormatError(f"{name}: column {repeated[0]!r} appears more than once; give each column once")
     unknown = [c for c in columns if c not in CSV_COLUMNS]
     if unknown:
         raise FormatError(
@@ -165,11 +179,18 @@ def read_parquet(data: bytes, name: str) -> list[FlowRow]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    def unreadable(exc: Exception) -> FormatError:
+        return FormatError(f"{name}: not a Parquet file ({(str(exc).strip().splitlines() or ['?'])[0]})")
+
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        file = pq.ParquetFile(pa.BufferReader(data))
     except (pa.ArrowInvalid, OSError) as exc:
-        raise FormatError(f"{name}: not a Parquet file ({exc})") from None
-    _check_columns(name, table.column_names)
+        raise unreadable(exc) from None
+    _check_columns(name, file.schema_arrow.names)  # before reading: a repeated name fails the read
+    try:
+        table = file.read()
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise unreadable(exc) from None
     records = table.to_pylist()
     return [row_from_mapping(r, i, f"{name} row {i + 1}") for i, r in enumerate(records)]
 

@@ -139,13 +139,28 @@ class Result:
         missing = [name for name in RESULT_FILES if not (d / name).is_file()]
         if missing:
             raise FileNotFoundError(f"{d}: not a complete spraylab result (missing {', '.join(missing)})")
+
+        def table(name: str) -> Any:
+            try:
+                return pd.read_parquet(d / name)
+            except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid is a ValueError
+                raise ResultFileError(
+                    f"{d / name}: not a readable Parquet table ({_first_line(exc)})"
+                ) from None
+
+        try:
+            timeseries = TimeSeries.load(d)
+        except (ValueError, OSError) as exc:
+            raise ResultFileError(
+                f"{d}: a time-series table is not readable Parquet ({_first_line(exc)})"
+            ) from None
         return cls(
-            scenario=json.loads((d / "scenario.json").read_text()),
-            summary=json.loads((d / "summary.json").read_text()),
-            flows=pd.read_parquet(d / "flows.parquet"),
-            links=pd.read_parquet(d / "links.parquet"),
-            groups=pd.read_parquet(d / "groups.parquet"),
-            timeseries=TimeSeries.load(d),
+            scenario=_read_object(d / "scenario.json"),
+            summary=_read_object(d / "summary.json"),
+            flows=table("flows.parquet"),
+            links=table("links.parquet"),
+            groups=table("groups.parquet"),
+            timeseries=timeseries,
         )
 
     def __repr__(self) -> str:
@@ -154,6 +169,26 @@ class Result:
             f"Result({s.get('scheme')}: {s.get('flows_completed')}/{s.get('flows')} flows, "
             f"stop={s.get('stop_reason')}, mean slowdown={s.get('slowdown_mean')})"
         )
+
+
+class ResultFileError(ValueError):
+    """A result file that exists but cannot be read (truncated, not JSON, not Parquet): one
+    line naming the file."""
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _read_object(path: Path) -> dict[str, Any]:
+    """A JSON object file of a result; :class:`ResultFileError` if it is anything else."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, OSError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ResultFileError(f"{path}: not valid JSON ({_first_line(exc)})") from None
+    if not isinstance(data, dict):
+        raise ResultFileError(f"{path}: a JSON {type(data).__name__}, expected an object ({{...}})")
+    return data
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:

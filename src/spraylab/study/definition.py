@@ -43,6 +43,7 @@ one :class:`ScenarioError` line naming the key and the value.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import math
@@ -633,6 +634,12 @@ def _claim(
     reference = None
     if "reference" in raw:
         reference = _reference(raw["reference"], sweeps, names, axes, here, profile)
+    # known before anything runs: a claim on a misspelt metric would otherwise be found missing
+    # only after every run of the study
+    _check_metric(here, "metric", raw["metric"], [sweeps[n] for n in names])
+    if reference is not None and reference.metric is not None:
+        ref_sweeps = [sweeps[reference.sweep]] if reference.sweep else [sweeps[n] for n in names]
+        _check_metric(here, "reference.metric", reference.metric, ref_sweeps)
     factor = _number(raw, "factor", here, 1.0)
     tolerance = _number(raw, "tolerance", here, 0.0)
     if tolerance is not None and tolerance < 0:
@@ -654,6 +661,36 @@ def _claim(
         tolerance=tolerance or 0.0,
         if_not_met=raw.get("if_not_met", ""),
     )
+
+
+# Summary keys of engine or scheme counters, named by what reports them (lb.NAME, fluid.solves,
+# l0.binding): open families, as the scheme or engine decides their names.
+_OPEN_FAMILIES = ("lb.", "fluid.", "l0.", "drops_")
+
+
+def _check_metric(here: str, key: str, text: str, items: list[StudySweep]) -> None:
+    """Every operand of a claim's metric (a name, or names joined by + - * /) is a summary key
+    (:data:`spraylab.docgen.SUMMARY_KEY_DOCS`) or a registered metric (``study.metrics``). Claims
+    on analysis sweeps read the analysis' own keys, known only when it has run: not checked."""
+    if any(s.sweep is None for s in items):
+        return
+    from spraylab.docgen import SUMMARY_KEY_DOCS
+    from spraylab.study.metrics import METRICS
+
+    known = {k.partition("[")[0] for k in SUMMARY_KEY_DOCS} | set(METRICS)
+    for name in text.split()[::2]:  # the operands; the operators are checked when evaluated
+        base = name.partition("[")[0]
+        if base in known or name.startswith(_OPEN_FAMILIES):
+            continue
+        close = difflib.get_close_matches(base, sorted(known), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise _err(
+            here,
+            key,
+            text,
+            f"{name!r} is not a metric; {hint}a metric is a summary key (docs/columns.md) or one of "
+            f"{', '.join(sorted(METRICS))}",
+        )
 
 
 def _common_axes(items: list[StudySweep]) -> dict[str, list[Any]]:

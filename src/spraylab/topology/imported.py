@@ -10,7 +10,7 @@ buffer replaces)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
@@ -18,14 +18,20 @@ from spraylab.files import read_checked
 from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
 
-# Parsed and built fabrics, by (path, sha256, format, ignore): sweeps validate every point.
-_BUILT: dict[tuple[str, str, str, tuple[str, ...]], tuple[Fabric, dict[int, int] | None]] = {}
+if TYPE_CHECKING:
+    from spraylab.formats.htsim import FabricPlan
+
+# Parsed fabrics, by (path, sha256, format, ignore): sweeps validate every point. An htsim
+# fat-tree is kept as its plan (checked and counted) until a run needs it built: the size guard
+# refuses one of 10^9 hosts from its counts, before any host exists.
+_BUILT: dict[tuple[str, str, str, tuple[str, ...]], tuple[Fabric | FabricPlan, dict[int, int] | None]] = {}
 
 
 def read_fabric(
     path: Path, data: bytes, fmt: str, ignore: tuple[str, ...]
-) -> tuple[Fabric, dict[int, int] | None]:
-    """The fabric of a topology file and, for ns-3, the map from node ids to host ids."""
+) -> tuple[Fabric | FabricPlan, dict[int, int] | None]:
+    """The fabric of a topology file (an htsim one as its plan) and, for ns-3, the map from
+    node ids to host ids."""
     from spraylab.formats.rows import FormatError
 
     try:
@@ -37,7 +43,7 @@ def read_fabric(
     if fmt == "htsim":
         from spraylab.formats import htsim
 
-        return htsim.build_fabric(htsim.parse_topo(text, path.name, ignore)), None
+        return htsim.plan_fabric(htsim.parse_topo(text, path.name, ignore)), None
     from spraylab.formats import ns3
 
     if ignore:
@@ -64,7 +70,7 @@ class ImportedTopology(TopologySection):
         default="", description="the file's SHA-256; filled in by validation, checked when given"
     )
     events: list[LinkEvent] = []
-    _fabric: Fabric | None = PrivateAttr(default=None)
+    _fabric: Fabric | FabricPlan | None = PrivateAttr(default=None)
     _host_of: dict[int, int] | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
@@ -92,15 +98,26 @@ class ImportedTopology(TopologySection):
 
     @model_validator(mode="after")
     def _built(self) -> ImportedTopology:
-        self._fabric, self._host_of = _BUILT[(self.file, self.sha256, self.format, tuple(self.ignore))]
+        self._fabric, self._host_of = _BUILT[self._key]
         return self
+
+    @property
+    def _key(self) -> tuple[str, str, str, tuple[str, ...]]:
+        return (self.file, self.sha256, self.format, tuple(self.ignore))
+
+    def _built_fabric(self) -> Fabric:
+        """The fabric, built on first use (and kept for every scenario of the same file)."""
+        if not isinstance(self._fabric, Fabric):
+            assert self._fabric is not None
+            self._fabric = self._fabric.build()
+            _BUILT[self._key] = (self._fabric, self._host_of)
+        return self._fabric
 
     def fabric(self) -> Fabric:
         """A fresh copy each time: the network adds nothing to it, but callers may."""
         import copy
 
-        assert self._fabric is not None
-        fabric = copy.deepcopy(self._fabric)
+        fabric = copy.deepcopy(self._built_fabric())
         if self._host_of is not None:  # an ns-3 flow file's node ids are translated through it
             fabric.info["host_of"] = dict(self._host_of)
         return fabric
@@ -115,6 +132,9 @@ class ImportedTopology(TopologySection):
     def estimate_size(self) -> FabricSize:
         assert self._fabric is not None
         fabric = self._fabric
+        if not isinstance(fabric, Fabric):  # an htsim plan: 2 tiers or 3, every ToR pair via the top
+            hops = 2 * fabric.desc.tiers if fabric.tors > 1 else 2
+            return FabricSize(fabric.n_hosts, fabric.n_switches, fabric.n_links, fabric.rates[0], hops)
         # an inter-ToR path climbs to the top tier and back down: 2 host links + 2 per tier above 1
         top = max(fabric.switch_tier.values(), default=1)
         hops = 2 * top if len(set(fabric.host_tor)) > 1 else 2
@@ -130,4 +150,5 @@ class ImportedTopology(TopologySection):
     @property
     def host_rate_bps(self) -> int:
         assert self._fabric is not None
-        return self._fabric.host_rate_bps
+        fabric = self._fabric
+        return fabric.host_rate_bps if isinstance(fabric, Fabric) else fabric.rates[0]

@@ -57,6 +57,13 @@ class CollectiveWorkload(WorkloadSection):
                 f"(a ring {self.collective} has one message per rank in flight anyway); use 0"
             )
         check_peers_in_flight(where, self.peers_in_flight, self.hosts or n_hosts)
+        ranks = self.hosts or n_hosts
+        if self.collective in RINGS and self.size < ranks:
+            # a ring splits the buffer into one part per rank, each a message of at least a byte
+            raise ValueError(
+                f"{where}.size = {self.size}: a ring {self.collective} of {ranks} ranks sends the buffer "
+                f"in {ranks} parts of at least 1 byte; give at least {ranks} bytes"
+            )
 
     def build_flows(self, ctx: FlowContext) -> Flows:
         hosts = ctx.hosts

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from spraylab.config_types import PositiveBytes, Section, TimePs
-from spraylab.files import read_checked
+from spraylab.files import check_row_count, read_checked
 from spraylab.formats.rows import FlowRow, FormatError, check_rows, read_csv, read_parquet, to_specs
 from spraylab.units import format_time
 from spraylab.workload.base import FlowContext, Flows, GroupInfo, WorkloadSection, WorkloadSize, register
@@ -67,7 +67,29 @@ class FlowRowSection(Section):
 
 
 def parse_file(path: Path, data: bytes, fmt: str) -> tuple[list[FlowRow], int | None]:
-    """The rows of a flow file and, for a connection matrix, its ``Nodes`` count."""
+    """The rows of a flow file and, for a connection matrix, its ``Nodes`` count; a file of
+    no flows is refused (it would run as an empty, "done" run)."""
+    rows, nodes = _parse_file(path, data, fmt)
+    if not rows:
+        raise FormatError(f"{path.name}: no flows; a flow file needs at least one row")
+    return rows, nodes
+
+
+def row_count(data: bytes, fmt: str) -> int:
+    """An upper bound of a flow file's rows, without parsing it (the size guard's)."""
+    if fmt == "parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        try:
+            return int(pq.ParquetFile(pa.BufferReader(data)).metadata.num_rows)
+        except (pa.ArrowInvalid, OSError):
+            return 0  # not Parquet: the reader says so
+    lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    return lines - 1 if fmt == "csv" else lines  # a CSV's header is no row
+
+
+def _parse_file(path: Path, data: bytes, fmt: str) -> tuple[list[FlowRow], int | None]:
     name = path.name
     if fmt == "csv":
         return read_csv(data, name), None
@@ -133,6 +155,7 @@ class FlowsWorkload(WorkloadSection):
         if fmt in ("csv", "parquet", "htsim", "ns3"):
             key = (str(path), digest, fmt)
             if key not in _PARSED:
+                check_row_count(path.name, row_count(content, fmt))
                 _PARSED[key] = parse_file(path, content, fmt)
         return {**data, "file": str(path), "format": fmt, "sha256": digest}
 
