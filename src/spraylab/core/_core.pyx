@@ -19,6 +19,7 @@ from collections import deque
 from heapq import heappop, heappush
 
 from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE
+from cython.operator cimport dereference as deref, preincrement as inc
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
 from libc.stdint cimport int64_t, uint64_t
 from libcpp.deque cimport deque as cdeque

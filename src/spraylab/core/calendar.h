@@ -16,6 +16,10 @@
 #include <vector>
 
 static const int BUCKET_SHIFT = 12;  // 4.1 ns buckets: a few to a few hundred events each
+// Emptied bucket vectors kept for reuse: at most this many, each of at most this capacity (a
+// recycled vector keeps its capacity, and most future buckets hold a timer or two).
+static const size_t SPARE_VECTORS = 256;
+static const size_t SPARE_CAPACITY = 512;
 
 struct Event {
     int64_t t;      // ps
@@ -76,7 +80,9 @@ struct Calendar {
         auto found = buckets.find(bucket);
         if (bucket == last_bucket) last_bucket = -1;
         current.clear();
-        spare.push_back(std::move(current));
+        if (spare.size() < SPARE_VECTORS && current.capacity() <= SPARE_CAPACITY) {
+            spare.push_back(std::move(current));
+        }
         current = std::move(found->second);
         buckets.erase(found);
         std::stable_sort(current.begin(), current.end(), event_earlier);

@@ -64,14 +64,17 @@ cdef class Simulator:
 
     def __dealloc__(self):
         cdef size_t i
-        cdef pair[int64_t, vector[Event]] item
+        cdef vector[Event]* events
         for i in range(self.cal.index, self.cal.current.size()):
             Py_XDECREF(self.cal.current[i].fn)
             Py_XDECREF(self.cal.current[i].arg)
-        for item in self.cal.buckets:
-            for i in range(item.second.size()):
-                Py_XDECREF(item.second[i].fn)
-                Py_XDECREF(item.second[i].arg)
+        cdef unordered_map[int64_t, vector[Event]].iterator it = self.cal.buckets.begin()
+        while it != self.cal.buckets.end():
+            events = &deref(it).second
+            for i in range(events.size()):
+                Py_XDECREF(deref(events)[i].fn)
+                Py_XDECREF(deref(events)[i].arg)
+            inc(it)
 
     cdef inline void push(self, int64_t time_ps, int kind, object fn, object arg, int64_t aux):
         cdef Event e
@@ -105,25 +108,38 @@ cdef class Simulator:
     def pending(self) -> list:
         """Every scheduled event as ``(time_ps, fn, arg)``, in no particular order. For a packet
         on a wire ``fn`` is the port it left through."""
-        cdef size_t i
-        cdef pair[int64_t, vector[Event]] item
-        out = [Simulator._as_tuple(self.cal.current[i]) for i in range(self.cal.index, self.cal.current.size())]
-        for item in self.cal.buckets:
-            for i in range(item.second.size()):
-                out.append(Simulator._as_tuple(item.second[i]))
-        return out
+        return self.pending_window(-1, <int64_t>1 << 62)
 
     def pending_window(self, int64_t low_bucket, int64_t high_bucket) -> list:
         """The pending events of the bucket being processed and of the future buckets
         ``low_bucket..high_bucket`` (bucket = time >> BUCKET_SHIFT), as ``pending``."""
         cdef size_t i
-        cdef pair[int64_t, vector[Event]] item
+        cdef vector[Event]* events
         out = [Simulator._as_tuple(self.cal.current[i]) for i in range(self.cal.index, self.cal.current.size())]
-        for item in self.cal.buckets:
-            if low_bucket <= item.first <= high_bucket:
-                for i in range(item.second.size()):
-                    out.append(Simulator._as_tuple(item.second[i]))
+        cdef unordered_map[int64_t, vector[Event]].iterator it = self.cal.buckets.begin()
+        while it != self.cal.buckets.end():
+            if low_bucket <= deref(it).first <= high_bucket:
+                events = &deref(it).second
+                for i in range(events.size()):
+                    out.append(Simulator._as_tuple(deref(events)[i]))
+            inc(it)
         return out
+
+    def pending_packets(self) -> int:
+        """How many pending events carry a packet (packets on wires), counted without building
+        the list ``pending`` gives."""
+        cdef size_t i
+        cdef int64_t count = 0
+        cdef vector[Event]* events
+        for i in range(self.cal.index, self.cal.current.size()):
+            count += isinstance(<object>self.cal.current[i].arg, Packet)
+        cdef unordered_map[int64_t, vector[Event]].iterator it = self.cal.buckets.begin()
+        while it != self.cal.buckets.end():
+            events = &deref(it).second
+            for i in range(events.size()):
+                count += isinstance(<object>deref(events)[i].arg, Packet)
+            inc(it)
+        return count
 
     def has_later_buckets(self) -> bool:
         """Is any event pending beyond the bucket being processed?"""

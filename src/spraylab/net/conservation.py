@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from spraylab.net.drops import BUFFER, DROP_CAUSES
-from spraylab.net.packet import Packet
 from spraylab.net.port import PfcPort
 
 if TYPE_CHECKING:
@@ -15,7 +14,7 @@ if TYPE_CHECKING:
 
 def packets_in_flight(net: Network) -> int:
     """Packets on wires (pending arrival events), in PFC queues and held by the scheme."""
-    on_wires = sum(1 for event in net.sim.pending() if isinstance(event[2], Packet))
+    on_wires = net.sim.pending_packets()
     in_queues = sum(len(p.data_queue) + len(p.ctrl_queue) for p in net.ports if isinstance(p, PfcPort))
     return on_wires + in_queues + net.lb.held_packets()
 
