@@ -13,12 +13,17 @@ three ways, each in its own process, alternating, the best of ``--repeat``:
 The cost of a callback is the event-loop CPU difference divided by the calls it made.
 
     .venv/bin/python benchmarks/callback_cost.py [--repeat 3] [--json benchmarks/callback_cost.json]
+    .venv/bin/python benchmarks/callback_cost.py --table benchmarks/callback_cost.json --doc docs/core.md
+
+``--doc`` rewrites the table between the ``<!-- callback-cost -->`` markers of a Markdown file
+(``--table`` takes the measurements from a JSON file instead of running).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 import time
@@ -73,16 +78,58 @@ def child(mode: str) -> dict[str, object]:
     }
 
 
+LABELS = {
+    "compiled": "`rps` as shipped (compiled `UniformSelect`)",
+    "python_selector": "the same choice as a Python selector on every switch",
+    "python_sender_hooks": "`rps` + a Python sender scheme's `entropy` and `on_ack`",
+}
+
+
+def table(runs: dict[str, dict[str, object]], when: str) -> str:
+    rows = [
+        "| run | event-loop CPU | Python calls | per call | same run as compiled |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for mode in MODES:
+        row = runs[mode]
+        per_call = f"{row['us_per_call']:.2f} µs" if row.get("us_per_call") is not None else "-"
+        same = {True: "yes (same events, same completion)", False: "no"}.get(
+            row.get("same_run_as_compiled"), "-"
+        )  # type: ignore[arg-type]
+        rows.append(
+            f"| {LABELS[mode]} | {float(row['loop_cpu_s']):.3f} s | {int(row['python_calls']):,} | {per_call} | {same} |"  # type: ignore[arg-type]
+        )
+    return "\n".join(rows) + f"\n\nMeasured {when}.\n"
+
+
+def write_doc(path: Path, text: str) -> None:
+    doc = path.read_text()
+    start, end = "<!-- callback-cost -->", "<!-- /callback-cost -->"
+    new = re.sub(f"{start}.*?{end}", lambda _: f"{start}\n{text}{end}", doc, flags=re.S)
+    if new == doc and start not in doc:
+        raise SystemExit(f"{path}: no {start} markers")
+    path.write_text(new)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--table", type=Path, help="take the measurements from this JSON file")
+    parser.add_argument("--doc", type=Path, help="rewrite the table in this Markdown file")
     parser.add_argument("--child", choices=MODES, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(child(args.child)))
+        return
+    if args.table:
+        stored = json.loads(args.table.read_text())
+        text = table(stored["runs"], stored["when"])
+        print(text)
+        if args.doc:
+            write_doc(args.doc, text)
         return
     best: dict[str, dict[str, object]] = {}
     for _ in range(args.repeat):
@@ -103,8 +150,11 @@ def main() -> None:
         row["us_per_call"] = round(extra / int(row["python_calls"]) * 1e6, 3) if row["python_calls"] else None
     for mode in MODES:
         print(json.dumps(best[mode]))
+    when = time.strftime("%Y-%m-%d")
     if args.json:
-        args.json.write_text(json.dumps({"when": time.strftime("%Y-%m-%d"), "runs": best}, indent=1) + "\n")
+        args.json.write_text(json.dumps({"when": when, "runs": best}, indent=1) + "\n")
+    if args.doc:
+        write_doc(args.doc, table(best, when))
 
 
 if __name__ == "__main__":

@@ -113,7 +113,7 @@ cdef class UniformSelect(Selector):
     """A uniformly random candidate per packet: ``cands[int(random() * n)]``, drawing from
     ``random`` (a ``random.Random``'s bound ``random``), the draw the Python form makes."""
 
-    cdef object random
+    cdef readonly object random
 
     def __init__(self, random) -> None:
         self.random = random
