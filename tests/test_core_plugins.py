@@ -6,25 +6,32 @@ the wire (a flow it moves changes paths; on an idle fabric nothing moves it)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from spraylab import Scenario, build
-from spraylab.lb.base import REGISTRY
+from spraylab.lb.base import REGISTRY, load_builtin_schemes
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "core.md"
 FABRIC = {"kind": "leaf_spine", "leaves": 4, "spines": 4, "hosts_per_leaf": 4, "host_rate": "100Gbps"}
 
 
 @pytest.fixture(scope="module")
-def example() -> dict[str, Any]:
-    """The doc's block, executed once (it registers both schemes and runs them)."""
+def example() -> Iterator[dict[str, Any]]:
+    """The doc's block, executed once (it registers both schemes and runs them); the schemes
+    are unregistered afterwards, so no other test sees them (the generated references list
+    every registered scheme)."""
     (code,) = re.findall(r"^```python\n(.*?)^```", DOC.read_text(), flags=re.S | re.M)
+    load_builtin_schemes()  # so the snapshot below holds every built-in scheme
+    before = dict(REGISTRY)
     namespace: dict[str, Any] = {}
     exec(compile(code, str(DOC), "exec"), namespace)
-    return namespace
+    yield namespace
+    REGISTRY.clear()
+    REGISTRY.update(before)
 
 
 def scenario(scheme: str, **workload: Any) -> Scenario:

@@ -405,6 +405,7 @@ def mean_goodput(result: Result) -> float:
     return float((bits_ps / flows["fct_ps"].astype(float)).mean())
 
 
+@pytest.mark.slow
 def test_rps_go_back_n_discards_and_collapses() -> None:
     gbn, ideal = spray_run("gbn"), spray_run("ideal")
     s = gbn.summary

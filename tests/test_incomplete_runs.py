@@ -165,6 +165,7 @@ def test_sweep_stores_incomplete_runs_apart_and_exits_3(tmp_path: Path) -> None:
     assert not longer.any_incomplete
 
 
+@pytest.mark.slow
 def test_compare_and_report_show_incomplete_runs_apart(tmp_path: Path) -> None:
     (tmp_path / "base.toml").write_text(BASE_TOML)
     (tmp_path / "budget.toml").write_text(SWEEP)

@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "examples" / "spraylab_tour.ipynb"
 
 
+@pytest.mark.slow
 def test_example_notebook_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # the kernel (a subprocess) imports this checkout's spraylab, installed or not
     monkeypatch.setenv(

@@ -144,6 +144,7 @@ def test_run_replaces_its_own_result_and_keeps_what_it_did_not_write(world: Path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result"]
 
 
+@pytest.mark.slow
 def test_compare_output_is_written_atomically_and_replaced(world: Path, tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     for _ in range(2):  # the second run replaces the first one's (spraylab-owned) directory

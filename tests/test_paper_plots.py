@@ -49,6 +49,7 @@ def _boxes(fig: Figure, artists: list[Any]) -> list[Any]:
     return [a.get_window_extent(renderer) for a in artists]
 
 
+@pytest.mark.slow
 def test_legends_sit_outside_the_axes_and_labels_do_not_overlap(tmp_path: Path) -> None:
     rng = np.random.default_rng(1)
     series = {f"scheme-{i}": rng.lognormal(0, 1, 200) + 1 for i in range(4)}

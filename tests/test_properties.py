@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -250,6 +251,7 @@ def comparable(summary: dict[str, Any]) -> dict[str, Any]:
     derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+@pytest.mark.slow
 @given(scenarios())
 def test_random_valid_scenarios_keep_the_invariants(tmp_path_factory, data: dict[str, Any]) -> None:
     scenario = validate(data)

@@ -92,6 +92,7 @@ def test_rails_skewed_moe_within_bound_and_beats_rail_matched() -> None:
     assert busbw > 1.5 * matched.groups.set_index("group").loc["0:moe:dispatch", "busbw_bps"]
 
 
+@pytest.mark.slow
 def test_rails_meets_bound_on_every_matrix_family_at_defaults() -> None:
     """One seeded Mixtral-sized matrix (128 tokens per GPU: 2 MB per GPU) of each family:
     CCT within 1.1 T* + base RTT at the default chunk, and never below T* (it is a bound)."""

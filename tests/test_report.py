@@ -157,6 +157,7 @@ class Refs(HTMLParser):
         self.refs.extend(v for k, v in attrs if k in ("src", "href") and v is not None)
 
 
+@pytest.mark.slow
 def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, tmp_path: Path) -> None:
     report = build_report(store_dir, tmp_path / "report", keep_figures=True)
     kinds = ["slowdown_cdf", "slowdown_by_size", "cct", "busbw", "uplink_heatmap", "reorder_cdf"]
@@ -266,6 +267,7 @@ def test_report_plots_are_the_data_and_html_is_self_contained(store_dir: Path, t
     assert "ecmp (baseline)" in page and "transport.recovery = sr" in page
 
 
+@pytest.mark.slow
 def test_cli_report(store_dir: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     r = runner.invoke(
@@ -278,6 +280,7 @@ def test_cli_report(store_dir: Path, tmp_path: Path) -> None:
     assert isinstance(r.exception, UsageError)
 
 
+@pytest.mark.slow
 def test_report_of_a_comparison_with_its_card_in_headless_chromium(tmp_path: Path) -> None:
     """``spraylab report`` on a comparison's own output (what ``spraylab demo`` writes): the
     page has the scenario card (the shared lines once, one lb line per column, read back from
@@ -333,6 +336,7 @@ def test_report_of_a_comparison_with_its_card_in_headless_chromium(tmp_path: Pat
     )
 
 
+@pytest.mark.slow
 def test_sweep_report_has_the_card(store_dir: Path, tmp_path: Path) -> None:
     report = build_report(store_dir, tmp_path / "r", views=False)
     text = report.html.read_text()

@@ -249,6 +249,7 @@ def test_store_lock_excludes_a_second_writer(tmp_path: Path) -> None:
 # --- interrupted sweeps -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_sweep_killed_with_sigkill_resumes_with_only_the_missing_runs(
     sweep_file: Path, reference: Path, tmp_path: Path
 ) -> None:
@@ -299,6 +300,7 @@ def test_sweep_killed_with_sigkill_resumes_with_only_the_missing_runs(
 # --- executors --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_ray_executor_gives_the_same_results_as_local(
     sweep_file: Path, reference: Path, tmp_path: Path
 ) -> None:
@@ -359,6 +361,7 @@ size = "100KB"
 """
 
 
+@pytest.mark.slow
 def test_a_run_that_raises_is_recorded_and_the_sweep_goes_on(tmp_path: Path) -> None:
     f = tmp_path / "failing.toml"
     f.write_text(FAILING)

@@ -119,6 +119,7 @@ def chromium() -> str:
     return path
 
 
+@pytest.mark.slow
 def test_page_in_headless_chromium(saved: tuple[Path, Result], tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
