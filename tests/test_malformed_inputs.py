@@ -504,7 +504,8 @@ ISSUE_27_CASES: dict[str, Case] = {
     "fluid_quantum_word": bad(("run.fluid_quantum", "soon"), run={**FLUID, "fluid_quantum": "soon"}),
     "fluid_quantum_negative": bad(("run.fluid_quantum", "-1"), run={**FLUID, "fluid_quantum": -1}),
     "fluid_solver_unknown": bad(
-        ("run.fluid_solver", "gpu", "'auto', 'numpy' or 'numba'"), run={**FLUID, "fluid_solver": "gpu"}
+        ("run.fluid_solver", "gpu", "'auto', 'numpy', 'compiled' or 'numba'"),
+        run={**FLUID, "fluid_solver": "gpu"},
     ),
     "fluid_acks_word": bad(("run.fluid_acks", "maybe", "boolean"), run={**FLUID, "fluid_acks": "maybe"}),
     "engine_unknown": bad(("run.engine", "analytic", "'packet', 'fluid'"), run={"engine": "analytic"}),

@@ -310,10 +310,11 @@ class RunSection(Section):
     # The default is the largest q of a doubling ladder whose completions stay within 0.5% of
     # q/2's on the cases of benchmarks/fluid_quantum.py (docs/fluid.md, "Re-solve quantum").
     fluid_quantum: TimePs = FLUID_QUANTUM_PS
-    # fluid: the max-min solver. "numba" (the optional `fast` extra) solves a few hundred flows
-    # in microseconds where numpy's vectorised rounds take milliseconds; "auto" takes it when
-    # it is installed and the run has enough messages to repay its import (docs/fluid.md).
-    fluid_solver: Literal["auto", "numpy", "numba"] = "auto"
+    # fluid: the max-min solver. "compiled" (spraylab.fluid._maxmin) solves a few hundred flows
+    # in microseconds where numpy's vectorised rounds take milliseconds; "auto" picks by the
+    # run's size (docs/fluid.md). "numba" is the compiled kernel's old name, kept so scenario
+    # files that name it still validate; it is not normalised, so their store keys stay.
+    fluid_solver: Literal["auto", "numpy", "compiled", "numba"] = "auto"
     # fluid: reserve the ACK frames' bytes on every reverse link, ahead of data, as the packet
     # engine's receivers and strict-priority control queues take them (fluid/acks.py)
     fluid_acks: bool = True

@@ -185,7 +185,7 @@ KEY_DOCS: dict[str, str] = {
     "run.engine": "packet: the packet-level simulator; fluid: flow-level max-min fair rates over the same routes; l0: bytes per link / capacity bound; l0_rail: l0 of a rail workload from its byte matrices, for 8k+ GPUs (docs/fluid.md)",
     "run.fluid_quantum": "fluid engine: re-solve rates at most this often (0 = at every arrival and completion; completions stay exact; default chosen by measured error, docs/fluid.md)",
     "run.fluid_acks": "fluid engine: reserve each flow's ACK bytes on its ACKs' route, ahead of data (strict priority, as the packet engine's control frames); false leaves ACKs out (docs/fluid.md)",
-    "run.fluid_solver": "fluid engine: the max-min kernel; numba (the `fast` extra) is compiled, numpy vectorised; auto takes numba when installed and the run has enough messages to repay its import (docs/fluid.md)",
+    "run.fluid_solver": "fluid engine: the max-min kernel; compiled (Cython, built with the package) or numpy (vectorised rounds); auto picks by the run's size; numba is an old name of compiled (docs/fluid.md)",
     "monitor.interval": "sampling period of the time series (result.timeseries); the section's absence samples nothing",
     "monitor.ports": 'ports to sample: globs on port names ("leaf0->spine*"), roles (uplink, downlink, host_up, host_down) or port ids',
     "monitor.flows": "flows to sample: flow ids or globs on group names",

@@ -30,7 +30,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from importlib.util import find_spec
 
 import numpy as np
 
@@ -47,13 +46,22 @@ __all__ = [
 
 BATCH = 16  # candidate links examined per round (measured: 8-32 best on 65k ECMP flows)
 POOL = 256  # links the candidates are drawn from (see solve)
-# "auto" takes the numba kernel from this many messages on: below it a run re-solves too few
-# times to repay numba's import and cache load (0.3-0.8 s; docs/fluid.md, "Rates"). With the
-# ACK reservation a run re-solves at nearly every completion, three solves each, and numba pays
-# from fewer messages (measured on k = 8-16 fat-tree permutations, ECMP and spray_rr: numpy
-# faster at 128 and 250 hosts, even at 432, numba 2.3-2.9x faster at 1024).
-JIT_MIN_FLOWS = 2000
-JIT_MIN_FLOWS_WITH_ACKS = 512
+# "auto" takes the compiled kernel (spraylab.fluid._maxmin) from this many messages on, the
+# numpy rounds below. The kernel costs nothing to load, so the only question is which solves a
+# run's re-solves faster (measured in-process, run CPU, fat-tree permutations of 16-1024 hosts,
+# random pairs, all-to-all, 64-GPU MoE; docs/fluid.md, "Rates"). With the ACK reservation a run
+# re-solves at nearly every completion, up to three solves each, and the compiled kernel was
+# 1.5-4.4x faster on every case, 16 hosts included: it always runs. Without ACKs the numpy
+# kernel's warm re-solves (fluid/warm.py; the compiled kernel solves whole) often cost no solve
+# at all, and neither kernel wins by size: numpy 1.4-2x faster on ECMP random pairs and
+# all-to-all of 4k-16k messages, compiled 1.3-2.5x faster on MoE dispatches (8k-18k
+# messages), the two within a few ms below 500 messages. The threshold stays where numba's
+# was, so those runs keep the kernel (and the rates) they had.
+COMPILED_MIN_FLOWS = 2000
+COMPILED_MIN_FLOWS_WITH_ACKS = 0
+# run.fluid_solver values naming the compiled kernel: "numba" is what it was called when numba
+# compiled it, kept so scenario files written then still validate (and run the same rates)
+COMPILED_NAMES = ("compiled", "numba")
 
 
 class CertificateError(AssertionError):
@@ -296,26 +304,19 @@ def certify(
 
 def pick_solver(requested: str, n_flows: int, acks: bool = False) -> str:
     """The kernel ``run.fluid_solver = requested`` means for a run of ``n_flows`` messages
-    (``acks``: with the ACK reservation): "numpy" or "numba" (ValueError naming the extra when
-    numba is asked for and missing)."""
-    have_numba = find_spec("numba") is not None
-    if requested == "numba" and not have_numba:
-        raise ValueError(
-            "run.fluid_solver = 'numba': numba is not installed; pip install 'spraylab[fast]', or use auto or numpy"
-        )
+    (``acks``: with the ACK reservation): "numpy" or "compiled"."""
+    if requested in COMPILED_NAMES:
+        return "compiled"
     if requested == "auto":
-        return (
-            "numba"
-            if have_numba and n_flows >= (JIT_MIN_FLOWS_WITH_ACKS if acks else JIT_MIN_FLOWS)
-            else "numpy"
-        )
+        threshold = COMPILED_MIN_FLOWS_WITH_ACKS if acks else COMPILED_MIN_FLOWS
+        return "compiled" if n_flows >= threshold else "numpy"
     return requested
 
 
 def solver_named(name: str) -> Callable[[Problem, np.ndarray], np.ndarray]:
     """The solve function of kernel ``name`` (every flow of the problem active)."""
-    if name == "numba":
-        from spraylab.fluid.solver_jit import solve_jit
+    if name in COMPILED_NAMES:
+        from spraylab.fluid._maxmin import solve_compiled
 
-        return solve_jit
+        return solve_compiled
     return solve
