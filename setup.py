@@ -25,6 +25,4 @@ maxmin = Extension(
     extra_compile_args=NO_CONTRACTION,
 )
 
-setup(
-    ext_modules=cythonize([core, maxmin], language_level=3, compiler_directives={"embedsignature": True})
-)
+setup(ext_modules=cythonize([core, maxmin], language_level=3, compiler_directives={"embedsignature": True}))
