@@ -63,7 +63,6 @@ cdef class Nic:
         cdef Port port = self.port
         cdef QueuePair qp
         cdef Packet pkt
-        cdef int64_t nxt, una
         if port.paused:
             port.waiter = self._kick_cb
             return 0
@@ -80,12 +79,7 @@ cdef class Nic:
                 qp.in_sched = False
                 continue
             port.send(pkt)
-            # qp.has_work(), inlined (once per data packet)
-            nxt = qp.snd_nxt
-            una = qp.snd_una
-            if qp.retx_queue or (
-                nxt < qp.n_packets and nxt < una + qp.psn_window and nxt - una < qp.window_packets
-            ):
+            if qp.has_work():
                 if qp.next_send_ps > port.busy_until:
                     heappush(paced, (qp.next_send_ps, qp.flow_id, qp))
                 else:

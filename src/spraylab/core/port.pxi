@@ -100,8 +100,8 @@ cdef class Port:
             self._old_receivers[self.generation] = self._receive
             self.generation += 1
         self._receive = receive
-        self.fast_switch = _forward_target(receive)
-        self.fast_host = _host_target(receive)
+        self.fast_switch = _bound_to(receive, Switch, "forward")
+        self.fast_host = _bound_to(receive, Host, "receive")
 
     def connect(self, peer_owner, receive) -> None:
         self.peer_owner = peer_owner
@@ -185,7 +185,13 @@ cdef class Port:
         """A packet reaches the far end, through the stages it left under."""
         if generation != self.generation:
             self._old_receivers[generation](pkt)
-        elif self.fast_switch is not None:
+            return 0
+        return self.deliver(pkt)
+
+    cdef inline int deliver(self, Packet pkt) except -1:
+        """Through the link's current stages: the peer's compiled entry point when they are
+        only that, else the compiled callable."""
+        if self.fast_switch is not None:
             self.fast_switch.forward(pkt)
         elif self.fast_host is not None:
             self.fast_host.receive(pkt)
@@ -221,13 +227,7 @@ cdef class Port:
                     self.ecn_marks += 1
             if not self.marks_pending:
                 self.busy_log.clear()
-        if self.fast_switch is not None:
-            self.fast_switch.forward(pkt)
-        elif self.fast_host is not None:
-            self.fast_host.receive(pkt)
-        else:
-            self._receive(pkt)
-        return 0
+        return self.deliver(pkt)
 
     cpdef send_control(self, Packet pkt):
         """Strict priority over data: a control frame (ACK/NACK/CNP, each its own size) leaves
@@ -391,7 +391,7 @@ cdef class IngressCounter:
     @forward.setter
     def forward(self, forward) -> None:
         self._forward = forward
-        self.fast_switch = _forward_target(forward)
+        self.fast_switch = _bound_to(forward, Switch, "forward")
 
     cpdef receive(self, Packet pkt):
         if pkt.kind == DATA:
@@ -458,17 +458,10 @@ def sim_drop(sim, Packet pkt, int cause, Port port=None) -> None:
     c_sim_drop(pkt, cause, port)
 
 
-cdef Switch _forward_target(receive):
-    """The switch whose ``forward`` ``receive`` is (the core then calls it directly), or None."""
+cdef object _bound_to(receive, type cls, str name):
+    """The ``cls`` instance whose method ``name`` ``receive`` is (the core then calls that
+    method directly), or None."""
     target = getattr(receive, "__self__", None)
-    if isinstance(target, Switch) and getattr(receive, "__name__", None) == "forward":
-        return <Switch>target
-    return None
-
-
-cdef Host _host_target(receive):
-    """The host whose ``receive`` ``receive`` is (the core then calls it directly), or None."""
-    target = getattr(receive, "__self__", None)
-    if isinstance(target, Host) and getattr(receive, "__name__", None) == "receive":
-        return <Host>target
+    if isinstance(target, cls) and getattr(receive, "__name__", None) == name:
+        return target
     return None

@@ -274,14 +274,7 @@ cdef class QueuePair:
         lb = self.lb
         if lb is not None:
             lb.on_ack(self, pkt)
-        if self.sender_done or self.in_sched:
-            return
-        if self.retx_queue:
-            self.nic.activate(self)
-            return
-        cdef int64_t nxt = self.snd_nxt
-        cdef int64_t una = self.snd_una
-        if nxt < self.n_packets and nxt < una + self.psn_window and nxt - una < self.window_packets:
+        if not self.sender_done and not self.in_sched and self.has_work():
             self.nic.activate(self)
 
     cpdef on_nack(self, Packet pkt):
