@@ -12,7 +12,7 @@ from simutil import US, make_net, run_flows, small_leaf_spine
 
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import REGISTRY, load_builtin_schemes, make_lb
-from spraylab.net.framing import data_wire_bytes
+from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.packet import ACK, DATA, Packet
 from spraylab.net.routes import packet_hash
 from spraylab.net.switch import ecmp_select
@@ -324,7 +324,6 @@ def test_spray_rr_cycles_entropies_and_matches_hash_shares() -> None:
     """One long flow, ideal transport: packet i carries entropy i mod 16, so the packets on
     each of leaf0's uplinks are exactly those whose entropy ECMP-hashes onto it."""
     sim, net = make_net(small_leaf_spine(), lb="spray_rr", recovery="ideal", cc="none")
-    qp = net.add_flows([FlowSpec(0, 0, 5, 1000 * 4096)])[0]
     sent_entropies: list[int] = []
     entropy = net.lb.entropy
 
@@ -333,7 +332,8 @@ def test_spray_rr_cycles_entropies_and_matches_hash_shares() -> None:
         sent_entropies.append(e)
         return e
 
-    net.lb.entropy = record
+    net.lb.entropy = record  # a Python entropy hook replaces the compiled one
+    qp = net.add_flows([FlowSpec(0, 0, 5, 1000 * 4096)])[0]
     run_flows(sim, net, [])
     entropies = qp.lb_state.entropies
     assert len(set(entropies)) == 16
@@ -508,22 +508,26 @@ def reps_with_fake_qp(**params):
     return lb, qp, sim
 
 
-def ack(entropy: int, ecn: bool = False):
-    return SimpleNamespace(kind=ACK, entropy=entropy, ecn=ecn)
+def ack(entropy: int, ecn: bool = False, psn: int = 1, sack_psn: int = 0) -> Packet:
+    """An ACK of PSN ``sack_psn`` echoing ``entropy``, cumulative PSN ``psn``."""
+    pkt = Packet(ACK, None, 1, 0, psn, ACK_WIRE_BYTES, 0, entropy, 0, 0)
+    pkt.ecn = ecn
+    pkt.sack_psn = sack_psn
+    return pkt
 
 
 def test_reps_fifo_unit() -> None:
     lb, qp, sim = reps_with_fake_qp(buffer=4)
     assert qp.lb is lb
     fresh = [lb.entropy(qp, i) for i in range(6)]  # nothing recycled yet: fresh randoms
-    assert lb.fresh == 6 and len(set(fresh)) == 6
+    assert lb.kernel.fresh == 6 and len(set(fresh)) == 6
     for e in (11, 22, 33):
         lb.on_ack(qp, ack(e))
     lb.on_ack(qp, ack(44, ecn=True))  # marked: never recycled
     assert [lb.entropy(qp, 0) for _ in range(3)] == [11, 22, 33]  # FIFO order
-    before = lb.fresh
+    before = lb.kernel.fresh
     lb.entropy(qp, 0)
-    assert lb.fresh == before + 1  # FIFO empty (44 was not recycled): a fresh draw
+    assert lb.kernel.fresh == before + 1  # FIFO empty (44 was not recycled): a fresh draw
     # overflow: capacity 4 keeps the 4 newest
     for e in range(100, 106):
         lb.on_ack(qp, ack(e))
@@ -537,7 +541,7 @@ def test_reps_fifo_unit() -> None:
     lb.on_nack(qp, ack(7))
     lb.on_nack(qp, ack(8, ecn=True))
     assert lb.entropy(qp, 0) == 7
-    assert lb.recycled == 3 + 4 + 2 + 1
+    assert lb.kernel.recycled == 3 + 4 + 2 + 1
 
 
 def test_reps_freeze_cycles_known_good() -> None:
@@ -548,14 +552,14 @@ def test_reps_freeze_cycles_known_good() -> None:
     assert [lb.entropy(qp, 0) for _ in range(3)] == [6, 7, 9]  # FIFO drained
     sim.now = 10 * US
     lb.on_timeout(qp)
-    fresh = lb.fresh
+    fresh = lb.kernel.fresh
     assert [lb.entropy(qp, 0) for _ in range(7)] == [6, 7, 9, 6, 7, 9, 6]
-    assert lb.fresh == fresh and lb.frozen_reuses == 7
+    assert lb.kernel.fresh == fresh and lb.kernel.frozen_reuses == 7
     lb.on_ack(qp, ack(42))  # while frozen the FIFO still comes first
     assert lb.entropy(qp, 0) == 42
     sim.now = 10 * US + 100 * US  # freeze over: fresh entropies again
     lb.entropy(qp, 0)
-    assert lb.fresh == fresh + 1
+    assert lb.kernel.fresh == fresh + 1
 
 
 def test_reps_known_good_ages_out_unconfirmed_entropies() -> None:
@@ -582,8 +586,8 @@ def test_reps_overtaken_acks_not_recycled_when_disabled() -> None:
     ideal transport's SACKs of early arrivals (sack_psn >= psn) are recycled either way, and a
     marked overtaken ACK still strikes its entropy."""
 
-    def cum_ack(entropy: int, sack_psn: int, psn: int, ecn: bool = False):
-        return SimpleNamespace(kind=ACK, entropy=entropy, ecn=ecn, sack_psn=sack_psn, psn=psn)
+    def cum_ack(entropy: int, sack_psn: int, psn: int, ecn: bool = False) -> Packet:
+        return ack(entropy, ecn, psn=psn, sack_psn=sack_psn)
 
     for recycle in (True, False):
         lb, qp, sim = reps_with_fake_qp(buffer=8, recycle_overtaken=recycle)
@@ -611,9 +615,9 @@ def test_reps_never_reuses_marked_entropy_in_incast() -> None:
     entropy, on_ack = lb.entropy, lb.on_ack
 
     def record_entropy(qp, psn):
-        fresh = lb.fresh
+        fresh = lb.kernel.fresh
         e = entropy(qp, psn)
-        if lb.fresh == fresh and e in banned.setdefault(qp.flow_id, set()):
+        if lb.kernel.fresh == fresh and e in banned.setdefault(qp.flow_id, set()):
             violations.append((qp.flow_id, psn, e))
         return e
 

@@ -47,6 +47,9 @@ def _both(first, second):
     return both
 
 
+cdef class SenderKernel  # core/sender_kernels.pxi
+
+
 cdef class QueuePair:
     """Segments one message into PSN-numbered packets, paces them at the congestion control's
     rate, keeps the PSN bookkeeping (``snd_una``, ``snd_nxt``, ``max_sent``, the resend queue)
@@ -58,13 +61,17 @@ cdef class QueuePair:
     ``psn_window`` caps ``next PSN - snd_una`` (a scheme's bound, DFS's B);
     ``window_packets`` caps it too (``transport.window``, or the congestion control's window).
     ``lb`` is the sender-side load balancer, or None; it sees this object as a
-    :class:`~spraylab.transport.view.SenderView`.
+    :class:`~spraylab.transport.view.SenderView`. A built-in scheme sets ``lb_kernel`` too: its
+    compiled per-packet hooks, called instead of ``lb.entropy`` and ``lb.on_ack``; a scheme
+    that does not override ``on_ack`` is not called per ACK.
 
     The optional hooks of the recovery and the congestion control are bound once here (None
     when a part does not override them), so per packet the core pays one test per hook it
     does not use."""
 
-    cdef public object net, spec, rx, recovery, cc, lb, lb_state, retx_queue, drops_by_cause
+    cdef public object net, spec, rx, recovery, cc, lb_state, retx_queue, drops_by_cause
+    cdef object _lb, _lb_on_ack
+    cdef public SenderKernel lb_kernel
     cdef public object line_rate_bps, drop_hook
     cdef public Simulator sim
     cdef public Nic nic
@@ -109,7 +116,8 @@ cdef class QueuePair:
         self.psn_window = NO_WINDOW
         self.window_cap_packets = self._window_cap(net, params.window_bytes, line_rate_bps)
         self.window_packets = self.window_cap_packets
-        self.lb = None
+        self._lb = self._lb_on_ack = None
+        self.lb_kernel = None
         self.lb_state = None
         self.in_sched = False
         self.sender_done = False
@@ -153,6 +161,18 @@ cdef class QueuePair:
             return NO_WINDOW
         return max(1, int(window) // self.full_wire_bytes)
 
+    @property
+    def lb(self):
+        return self._lb
+
+    @lb.setter
+    def lb(self, lb) -> None:
+        from spraylab.lb.base import LoadBalancer
+        from spraylab.transport.registry import optional_hook
+
+        self._lb = lb
+        self._lb_on_ack = None if lb is None else optional_hook(lb, "on_ack", LoadBalancer)
+
     # --- rate and window (the congestion control sets them) -------------------------------
     def set_rate(self, rate_bps) -> None:
         self.rate_bps = rate_bps
@@ -168,8 +188,8 @@ cdef class QueuePair:
     def start(self) -> None:
         self.start_ps = self.sim.now
         self.last_progress_ps = self.sim.now
-        if self.lb is not None:
-            self.lb.on_flow_start(self)
+        if self._lb is not None:
+            self._lb.on_flow_start(self)
         self.nic.activate(self)
 
     cpdef bint has_work(self):
@@ -214,8 +234,12 @@ cdef class QueuePair:
             payload, size = self.mtu, self.full_wire_bytes
         else:
             payload, size = self.last_payload, self.last_wire_bytes
-        lb = self.lb
-        entropy = self.entropy if lb is None else lb.entropy(self, psn)
+        if self.lb_kernel is not None:
+            entropy = self.lb_kernel.entropy(self, psn)
+        elif self._lb is None:
+            entropy = self.entropy
+        else:
+            entropy = self._lb.entropy(self, psn)
         h = self.flow_hash if entropy == self.entropy else c_packet_hash(self.flow_id, entropy)
         cdef Packet pkt = new_packet(DATA, self, self.src, self.dst, psn, size, payload, entropy, h, now)
         if psn < self.max_sent:
@@ -271,9 +295,10 @@ cdef class QueuePair:
         cdef int64_t cum_psn = pkt.psn
         if cum_psn > self.snd_una:
             self.advance(cum_psn, self.sim.now)
-        lb = self.lb
-        if lb is not None:
-            lb.on_ack(self, pkt)
+        if self.lb_kernel is not None:
+            self.lb_kernel.on_ack(self, pkt)
+        elif self._lb_on_ack is not None:
+            self._lb_on_ack(self, pkt)
         if not self.sender_done and not self.in_sched and self.has_work():
             self.nic.activate(self)
 
@@ -283,7 +308,7 @@ cdef class QueuePair:
         cdef int64_t psn = pkt.psn
         self.advance(psn, now)
         # A scheme may take over the one retransmission a selective NACK asks for.
-        claimed = self.lb is not None and self.lb.on_nack(self, pkt) and self.recovery.selective
+        claimed = self._lb is not None and self._lb.on_nack(self, pkt) and self.recovery.selective
         if self.sender_done:
             return
         if not claimed:
@@ -310,8 +335,8 @@ cdef class QueuePair:
         self.timeouts += 1
         self.last_progress_ps = now
         self.recovery.on_timeout()
-        if self.lb is not None:
-            self.lb.on_timeout(self)
+        if self._lb is not None:
+            self._lb.on_timeout(self)
         self.rto_armed = True
         self.sim.after(self.rto_ps, self._rto_cb)
         if not self.in_sched and self.has_work():

@@ -83,6 +83,13 @@ class LoadBalancer:
 REGISTRY: dict[str, type[LoadBalancer]] = {}
 
 
+def is_builtin_hook(bound: Any, function: Any) -> bool:
+    """True when ``bound`` (a scheme's hook, read from the instance) is ``function`` itself:
+    neither a subclass nor the instance replaced it. A built-in scheme then lets the queue pair
+    run its compiled kernel (``qp.lb_kernel``) instead of calling the Python method per packet."""
+    return getattr(bound, "__func__", None) is function
+
+
 def register(cls: type[LoadBalancer]) -> type[LoadBalancer]:
     if not cls.name:
         raise ValueError(f"{cls.__name__} has no name")

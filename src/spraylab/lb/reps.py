@@ -44,12 +44,12 @@ in-order arrivals nor for the ideal transport's per-packet SACKs of early arriva
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from spraylab.lb.base import LbParams, LoadBalancer, register
+from spraylab.core._core import RepsFlow, RepsKernel  # compiled: core/sender_kernels.pxi
+from spraylab.lb.base import LbParams, LoadBalancer, is_builtin_hook, register
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -68,18 +68,6 @@ class RepsParams(LbParams):
     )
 
 
-class RepsState:
-    """Per-QP REPS state (``qp.lb_state``)."""
-
-    __slots__ = ("fifo", "good", "frozen_until", "cycle")
-
-    def __init__(self, buffer: int) -> None:
-        self.fifo: deque[int] = deque(maxlen=buffer)  # recycled entropies, oldest first
-        self.good: deque[int] = deque(maxlen=buffer)  # entropies of the last clean ACKs
-        self.frozen_until = -1
-        self.cycle = 0
-
-
 @register
 class Reps(LoadBalancer):
     name = "reps"
@@ -91,64 +79,31 @@ class Reps(LoadBalancer):
         super().__init__(params)
         self.buffer: int = self.params.buffer  # type: ignore[attr-defined]
         self.freeze_ps = int(self.params.freeze_us * PS_PER_US)  # type: ignore[attr-defined]
-        self.recycle_overtaken: bool = self.params.recycle_overtaken  # type: ignore[attr-defined]
         self.sim: Any = None
-        self.getrandbits: Any = None
-        self.fresh = 0
-        self.recycled = 0
-        self.frozen_reuses = 0
+        self.kernel: Any = None
         self.freezes = 0
-        self.overtaken_skipped = 0
 
     def setup(self, net: Network) -> None:
         super().setup(net)
         self.sim = net.sim
-        self.getrandbits = net.sim.derive_rng(0x8E95).getrandbits
+        recycle_overtaken: bool = self.params.recycle_overtaken  # type: ignore[attr-defined]
+        self.kernel = RepsKernel(net.sim, net.sim.derive_rng(0x8E95).getrandbits, recycle_overtaken)
 
     def init_qp(self, qp: SenderView) -> None:
+        # The per-packet rules run compiled (RepsKernel), unless a subclass changed them in Python.
         qp.lb = self
-        qp.lb_state = RepsState(self.buffer)
+        qp.lb_state = RepsFlow(self.buffer)
+        if is_builtin_hook(self.entropy, Reps.entropy) and is_builtin_hook(self.on_ack, Reps.on_ack):
+            qp.lb_kernel = self.kernel
 
     def entropy(self, qp: SenderView, psn: int) -> int:
-        state: RepsState = qp.lb_state
-        fifo = state.fifo
-        if fifo:
-            self.recycled += 1
-            return fifo.popleft()
-        if state.frozen_until > self.sim.now:
-            good = state.good
-            if good:
-                i = state.cycle
-                if i >= len(good):
-                    i = 0
-                state.cycle = i + 1
-                self.frozen_reuses += 1
-                return good[i]
-        self.fresh += 1
-        return self.getrandbits(16)
-
-    def _feedback(self, state: RepsState, entropy: int, ecn: bool) -> None:
-        good = state.good
-        if ecn:
-            fifo = state.fifo
-            while entropy in fifo:
-                fifo.remove(entropy)
-            while entropy in good:
-                good.remove(entropy)
-            return
-        state.fifo.append(entropy)
-        good.append(entropy)
+        return self.kernel.entropy_for(qp.lb_state)
 
     def on_ack(self, qp: SenderView, pkt: Packet) -> None:
-        # pkt.psn is the receiver's cumulative PSN after the echoed packet (pkt.sack_psn)
-        # arrived: below psn - 1, packets sent after it had arrived first (see the docstring).
-        if not self.recycle_overtaken and not pkt.ecn and pkt.sack_psn < pkt.psn - 1:
-            self.overtaken_skipped += 1
-            return
-        self._feedback(qp.lb_state, pkt.entropy, pkt.ecn)
+        self.kernel.echo(qp.lb_state, pkt)
 
     def on_nack(self, qp: SenderView, pkt: Packet) -> bool:
-        self._feedback(qp.lb_state, pkt.entropy, pkt.ecn)
+        self.kernel.feedback(qp.lb_state, pkt.entropy, pkt.ecn)
         return False
 
     def on_timeout(self, qp: SenderView) -> None:
@@ -156,10 +111,11 @@ class Reps(LoadBalancer):
         self.freezes += 1
 
     def stats(self) -> dict[str, Any]:
+        kernel = self.kernel
         return {
-            "reps_fresh": self.fresh,
-            "reps_recycled": self.recycled,
-            "reps_frozen_reuses": self.frozen_reuses,
+            "reps_fresh": kernel.fresh,
+            "reps_recycled": kernel.recycled,
+            "reps_frozen_reuses": kernel.frozen_reuses,
             "reps_freezes": self.freezes,
-            "reps_overtaken_skipped": self.overtaken_skipped,
+            "reps_overtaken_skipped": kernel.overtaken_skipped,
         }

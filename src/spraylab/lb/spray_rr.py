@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from spraylab.lb.base import LbParams, LoadBalancer, register
+from spraylab.core._core import SprayFlow, SprayRoundRobinKernel  # compiled: core/sender_kernels.pxi
+from spraylab.lb.base import LbParams, LoadBalancer, is_builtin_hook, register
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -18,15 +19,6 @@ if TYPE_CHECKING:
 
 class SprayRrParams(LbParams):
     paths: int = Field(default=16, ge=1, le=1 << 16, description="entropies per flow, used round-robin")
-
-
-class _SprayState:
-    __slots__ = ("entropies", "n", "i")
-
-    def __init__(self, entropies: list[int]) -> None:
-        self.entropies = entropies
-        self.n = len(entropies)
-        self.i = 0
 
 
 @register
@@ -40,19 +32,20 @@ class SprayRoundRobin(LoadBalancer):
         super().setup(net)
         self.rng = net.sim.derive_rng(0x5B2A7)
 
+    kernel = SprayRoundRobinKernel()
+
     def init_qp(self, qp: SenderView) -> None:
         qp.lb = self
+        if is_builtin_hook(self.entropy, SprayRoundRobin.entropy):
+            qp.lb_kernel = self.kernel
 
     def on_flow_start(self, qp: SenderView) -> None:
         paths: int = self.params.paths  # type: ignore[attr-defined]
         entropies = self.rng.sample(range(1 << 16), paths)
-        qp.lb_state = _SprayState(entropies)
+        qp.lb_state = SprayFlow(entropies)
 
     def entropy(self, qp: SenderView, psn: int) -> int:
-        state = qp.lb_state
-        i = state.i
-        state.i = i + 1 if i + 1 < state.n else 0
-        return state.entropies[i]
+        return self.kernel.entropy_for(qp.lb_state)
 
     def stats(self) -> dict[str, Any]:
         return {"spray_rr_paths": self.params.paths}  # type: ignore[attr-defined]
