@@ -23,16 +23,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from spraylab.metrics.catalog import raw_unit
+
 Format = Literal["table", "csv", "markdown", "json"]
 FORMATS: tuple[str, ...] = ("table", "csv", "markdown", "json")
-UNITS = {"time": "ps", "rate": "bps", "pct": "fraction", "float": "", "int": "", "str": "", "bytes": "B"}
 
 
 @dataclass
 class Row:
     label: str
     key: str
-    kind: str  # time, rate, pct, float, int, str: how text was formatted from the raw value
+    unit: str  # the raw values' unit (spraylab.units.UNITS), from the metric catalog
     values: list[Any]  # raw, one per column (None: no value)
     texts: list[str]
 
@@ -46,8 +47,8 @@ class ResultTable:
     notes: list[str] = field(default_factory=list)  # lines under the title (the sweep's status)
     extra: dict[str, Any] = field(default_factory=dict)  # more JSON (the full summaries)
 
-    def add(self, label: str, key: str, kind: str, values: Sequence[Any], texts: Sequence[str]) -> None:
-        self.rows.append(Row(label, key, kind, list(values), list(texts)))
+    def add(self, label: str, key: str, unit: str, values: Sequence[Any], texts: Sequence[str]) -> None:
+        self.rows.append(Row(label, key, unit, list(values), list(texts)))
 
 
 def _plain(value: Any) -> Any:
@@ -71,7 +72,7 @@ def to_json(tables: list[ResultTable]) -> str:
                     {
                         "metric": r.label,
                         "key": r.key,
-                        "unit": UNITS.get(r.kind, ""),
+                        "unit": raw_unit(r.unit),
                         "values": {c: _plain(v) for c, v in zip(t.columns, r.values)},
                     }
                     for r in t.rows
@@ -100,7 +101,7 @@ def to_csv(tables: list[ResultTable]) -> str:
             header = row_header
         for r in t.rows:
             cells = ["" if _plain(v) is None else _plain(v) for v in r.values]
-            writer.writerow([t.title, r.label, r.key, UNITS.get(r.kind, ""), *cells])
+            writer.writerow([t.title, r.label, r.key, raw_unit(r.unit), *cells])
     return buf.getvalue()
 
 

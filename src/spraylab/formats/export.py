@@ -30,6 +30,8 @@ from typing import Any
 
 import pandas as pd
 
+from spraylab.units import PS_PER_NS, PS_PER_US
+
 FCT_COLUMNS = ("sip", "dip", "sport", "dport", "size", "start_ns", "fct_ns", "standalone_fct_ns")
 DEFAULT_DPORT = 100  # HPCC's example flows' dport, which fct_analysis.py selects
 FIRST_SPORT = 10000  # HPCC's first port number of each host pair
@@ -45,7 +47,7 @@ def hpcc_ip(node: int) -> int:
 
 
 def ns_round(ps: int) -> int:
-    return (int(ps) + 500) // 1000
+    return (int(ps) + PS_PER_NS // 2) // PS_PER_NS
 
 
 def ps_as(ps: int, per: int) -> str:
@@ -155,8 +157,8 @@ def export(flows: pd.DataFrame, scenario: dict[str, Any], layout: str) -> Export
             src, dst = nodes.get(int(f.src), int(f.src)), nodes.get(int(f.dst), int(f.dst))
             fid = (naming.flow_name or {}).get(int(f.flow_id), int(f.flow_id))
             lines.append(
-                f"Flow flow_{src}_{dst} flowId {fid} size {int(f.size_bytes)} start {ps_as(f.start_ps, 10**6)} "
-                f"finished at {ps_as(f.acked_ps, 10**6)} fct {ps_as(f.acked_ps - f.start_ps, 10**6)}"
+                f"Flow flow_{src}_{dst} flowId {fid} size {int(f.size_bytes)} start {ps_as(f.start_ps, PS_PER_US)} "
+                f"finished at {ps_as(f.acked_ps, PS_PER_US)} fct {ps_as(f.acked_ps - f.start_ps, PS_PER_US)}"
             )
     text = "\n".join(lines) + ("\n" if lines else "")
     return Exported(text, len(flows) - len(done), naming.note)

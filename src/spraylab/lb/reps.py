@@ -50,13 +50,12 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from spraylab.lb.base import LbParams, LoadBalancer, register
+from spraylab.units import PS_PER_US
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.transport.view import SenderView
-
-PS_PER_US = 1_000_000
 
 
 class RepsParams(LbParams):
