@@ -64,10 +64,10 @@ FormatOption = Annotated[
 
 
 def check_format(fmt: str) -> str:
-    from spraylab.tables import FORMATS
+    from spraylab.table_formats import TABLE_FORMATS
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: unknown format; allowed: {', '.join(FORMATS)}")
+    if fmt not in TABLE_FORMATS:
+        raise UsageError(TABLE_FORMATS.unknown(fmt))
     return fmt
 
 
@@ -892,11 +892,11 @@ def export_command(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: print)")] = None,
 ) -> None:
     """Write a run's per-flow results as ns-3's fct.txt or htsim's finish lines."""
-    from spraylab.formats.export import ExportError, export
+    from spraylab.formats.export import EXPORT_LAYOUTS, ExportError, export
     from spraylab.metrics.result import Result
 
-    if layout not in ("fct", "htsim"):
-        raise UsageError(f"--format {layout!r}: unknown layout; allowed: fct, htsim")
+    if layout not in EXPORT_LAYOUTS:
+        raise UsageError(EXPORT_LAYOUTS.unknown(layout))
     if out is not None and out.exists():
         raise UsageError(f"--out {out}: exists; refusing to overwrite it")
     try:

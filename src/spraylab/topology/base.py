@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from spraylab.config_types import Section, TimePs
-from spraylab.registry import KindRegistry
+from spraylab.kind_registry import KindRegistry
 from spraylab.topology.fabric import Fabric
 
 
