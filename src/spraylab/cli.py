@@ -853,9 +853,10 @@ def import_command(
 
     from spraylab.card import scenario_card
     from spraylab.formats.importer import import_scenario, read_base
+    from spraylab.formats.importers import IMPORT_TOOLS
 
-    if tool not in ("htsim", "ns3"):
-        raise UsageError(f"import {tool!r}: unknown simulator; allowed: htsim, ns3")
+    if tool not in IMPORT_TOOLS:
+        raise UsageError(f"import {tool!r}: unknown simulator; allowed: {', '.join(IMPORT_TOOLS.names())}")
     if topology is None and flows is None:
         raise UsageError(f"import {tool}: give --topology and/or --flows")
     if out is not None and out.exists():
