@@ -113,7 +113,6 @@ KEY_DOCS: dict[str, str] = {
     "topology.events": "link failures, rate changes and random loss over time",
     "topology.events[].at": "when the event starts",
     "topology.events[].link": 'the two node names of the link, e.g. ["leaf0", "spine0"]',
-    "topology.events[].action": "down (fails), degrade (rate_fraction of its rate), loss (loss_rate per packet)",
     "topology.events[].rate_fraction": "action degrade: the fraction of the base rate left",
     "topology.events[].loss_rate": "action loss: probability each packet crossing the link is lost",
     "topology.events[].convergence": "action down: routing removes the link this long after it fails",
@@ -196,6 +195,10 @@ KEY_DOCS: dict[str, str] = {
 
 
 def _describe(key: str, field: FieldInfo) -> str:
+    if key == "topology.events[].action":  # each registered action says what it does
+        from spraylab.net.link_events import LINK_ACTIONS
+
+        return ", ".join(f"{name} ({action.summary})" for name, action in LINK_ACTIONS.items())
     return field.description or KEY_DOCS.get(key, "")
 
 
