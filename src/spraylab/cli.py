@@ -717,7 +717,7 @@ def sweep_command(
         run_study(sweep, out, jobs, executor, address, force, dry_run, progress, reuse_other_versions, None)
         return
     if executor not in EXECUTORS:
-        raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
+        raise UsageError(EXECUTORS.unknown(executor))
     if address and executor != "ray":
         raise UsageError("--address: only meaningful with --executor ray")
     if str(sweep).startswith(EXAMPLE_PREFIX):

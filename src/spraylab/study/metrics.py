@@ -22,6 +22,7 @@ from typing import Any
 
 from spraylab.metrics import catalog
 from spraylab.net.drops import DROP_CAUSES, PORT_CAUSES
+from spraylab.registry import Registry
 from spraylab.units import PS_PER_BYTE_AT_1BPS, PS_PER_S, format_page
 
 # --- quantities ---------------------------------------------------------------------------------
@@ -118,14 +119,15 @@ class Metric:
     label: str | None = None  # a page's column header (None: the name)
 
 
-METRICS: dict[str, Metric] = {}
+# Registered metrics by name (this module's functions below).
+METRICS: Registry[Metric] = Registry("metric", what="metric")
 
 
 def metric(
     name: str, unit: str, label: str | None = None
 ) -> Callable[[Callable[[Any, str | None], float | None]], Any]:
     def register(fn: Callable[[Any, str | None], float | None]) -> Any:
-        METRICS[name] = Metric(name, unit, fn, (fn.__doc__ or "").strip().split("\n")[0], label)
+        METRICS.register(Metric(name, unit, fn, (fn.__doc__ or "").strip().split("\n")[0], label))
         return fn
 
     return register

@@ -52,7 +52,7 @@ def _header(metric: str) -> str:
         return " ".join(t if i % 2 else _header(t) for i, t in enumerate(tokens))
     name, _, arg = metric.partition("[")
     suffix = arg.removesuffix("]").split(":")[-1]
-    registered = METRICS.get(name)
+    registered = METRICS.find(name)
     if registered is not None:
         return f"{registered.label} {suffix}".strip() if registered.label else metric
     if metric.startswith("lb."):
