@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any, Generic, TypeVar, overload
 
 T = TypeVar("T")
@@ -33,7 +33,7 @@ class RegistryError(ValueError):
     """An unknown name: one line naming the key, the value and the allowed names."""
 
 
-class Registry(Mapping[str, T], Generic[T]):
+class Registry(MutableMapping[str, T], Generic[T]):
     """Entries by name.
 
     ``key`` is what selects an entry (a scenario key or a command-line option: ``lb.scheme``,
@@ -41,8 +41,9 @@ class Registry(Mapping[str, T], Generic[T]):
     ``package``'s modules (but ``skip``) are imported once, on first use, to register the
     built-in entries; ``name_of`` reads an entry's own name (default: its ``name`` attribute),
     for ``@registry.register`` without a name. A mapping: ``name in registry``,
-    ``registry[name]``, iteration in name order; ``get`` refuses an unknown name, ``find``
-    returns None for it."""
+    ``registry[name]``, iteration in name order, and (for tests that add entries and put the
+    registry back) ``registry[name] = entry``, ``del``, ``clear``, ``update``; ``get`` refuses an
+    unknown name, ``find`` returns None for it."""
 
     def __init__(
         self,
@@ -128,6 +129,12 @@ class Registry(Mapping[str, T], Generic[T]):
     def __getitem__(self, name: str) -> T:
         self.load_builtins()
         return self.classes[name]
+
+    def __setitem__(self, name: str, entry: T) -> None:
+        self._add(name, entry)
+
+    def __delitem__(self, name: str) -> None:
+        del self.classes[name]
 
     def __contains__(self, name: object) -> bool:
         return self.find(name) is not None
