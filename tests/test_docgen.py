@@ -10,6 +10,7 @@ import pytest
 from spraylab import docgen
 from spraylab.config import Scenario
 from spraylab.experiment import run
+from spraylab.metrics import catalog
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -49,17 +50,6 @@ def test_config_reference_lists_every_key_of_every_section() -> None:
     assert '| `transport.recovery` | one of `gbn`, `ideal`, `sr` | `"gbn"` |' in page
 
 
-def _family(key: str, docs: dict[str, str]) -> bool:
-    generic = re.sub(r"\[.*\]$", "[BUCKET]", key)
-    return (
-        key in docs
-        or generic in docs
-        or re.sub(r"\[.*\]$", "[GROUP]", key) in docs
-        or (key.startswith("drops_") and "drops_CAUSE" in docs)
-        or (key.startswith("lb.") and "lb.NAME" in docs)
-    )
-
-
 def test_every_column_and_summary_key_is_documented() -> None:
     result = run(
         Scenario.load(Path(__file__).resolve().parents[1] / "scenarios" / "imports" / "explicit_flows.toml")
@@ -67,8 +57,28 @@ def test_every_column_and_summary_key_is_documented() -> None:
     assert set(result.flows.columns) == set(docgen.FLOW_COLUMN_DOCS)
     assert set(result.links.columns) == set(docgen.LINK_COLUMN_DOCS)
     assert set(result.groups.columns) == set(docgen.GROUP_COLUMN_DOCS)
-    missing = [k for k in result.summary if not _family(k, docgen.SUMMARY_KEY_DOCS)]
+    missing = [k for k in result.summary if catalog.lookup(k) is None]
     assert not missing
+    page = docgen.column_dictionary()
+    for entry in catalog.documented("summary"):
+        assert f"| `{entry.key}` |" in page
+
+
+@pytest.mark.parametrize("engine", [catalog.PACKET, catalog.FLUID])
+def test_the_catalog_says_which_engines_compute_each_key(engine: str) -> None:
+    """A run of an engine has a value for exactly the plain (not family) keys whose catalog
+    entry names that engine; every key it writes, families included, names it."""
+    scenario = Scenario.load(
+        Path(__file__).resolve().parents[1] / "scenarios" / "imports" / "explicit_flows.toml"
+    ).with_overrides({"run.engine": engine})
+    summary = run(scenario).summary
+    carried = {k for k, v in summary.items() if v is not None}
+    wrong = [k for k in carried if engine not in catalog.lookup(k).engines]  # type: ignore[union-attr]
+    assert not wrong, f"{engine} writes {wrong}, which the catalog says it does not compute"
+    plain = {
+        m.key for m in catalog.documented("summary") if engine in m.engines and not re.search(r"[A-Z]", m.key)
+    }
+    assert plain <= carried, f"the catalog says {engine} computes {sorted(plain - carried)}"
 
 
 def test_every_key_says_what_it_is() -> None:

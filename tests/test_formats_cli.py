@@ -13,6 +13,7 @@ import pytest
 from cliutil import inline_sweeps, invoke  # noqa: F401 (inline_sweeps: an autouse fixture)
 from rich.console import Console
 
+from spraylab import provenance
 from spraylab.config import Scenario
 from spraylab.metrics.result import Result
 from spraylab.tables import ResultTable, column_chunks, print_table
@@ -218,5 +219,5 @@ def test_summary_json_carries_the_card(tmp_path: Path) -> None:
     assert card["lb"]["scheme"] == "dfs" and card["lb"]["reorder_bound_packets"] == "auto"
     assert card["fabric"]["oversubscription"] == {"ToR": 2.0}
     assert card["fabric"]["link_rates_bps"] == {"host": [100 * 10**9], "tier1-2": [100 * 10**9]}
-    assert card["spraylab"].startswith("0.1.0")
+    assert card["spraylab"].startswith(provenance.version())
     assert "dfs[reorder_bound_packets=auto" in card["text"] and "over go-back-N (gbn)" in card["text"]

@@ -108,7 +108,7 @@ CASES: dict[str, Case] = {
         topology={"events": [{**EVENT, "when": "5us"}]},
     ),
     "event_unknown_action": bad(
-        ("topology.events[0].action", "explode", "'down', 'degrade' or 'loss'"),
+        ("topology.events[0].action", "explode", "'degrade', 'down' or 'loss'"),
         topology={"events": [{**EVENT, "action": "explode"}]},
     ),
     "event_rate_fraction_above_one": bad(
@@ -510,7 +510,7 @@ ISSUE_27_CASES: dict[str, Case] = {
     "fluid_acks_word": bad(("run.fluid_acks", "maybe", "boolean"), run={**FLUID, "fluid_acks": "maybe"}),
     "engine_unknown": bad(("run.engine", "analytic", "'packet', 'fluid'"), run={"engine": "analytic"}),
     "fluid_loss_event_refused": bad(
-        ("topology.events.action = 'loss'", "fluid engine", "down, degrade"),
+        ("topology.events.action = 'loss'", "fluid engine", "degrade, down"),
         run=FLUID,
         topology={"events": [{**EVENT, "action": "loss", "loss_rate": 0.1}]},
     ),

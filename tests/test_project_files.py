@@ -23,9 +23,12 @@ def test_license_file_is_the_license_pyproject_declares() -> None:
 
 
 def test_citation_matches_version_and_license() -> None:
+    """The citation names the last release: the version setuptools-scm counts untagged commits
+    from (fallback_version; a tag vX.Y.Z supersedes it, and both move with the tag)."""
     cff = (ROOT / "CITATION.cff").read_text()
     project = _pyproject()["project"]
-    assert re.search(rf"^version: {re.escape(project['version'])}$", cff, re.M)
+    release = _pyproject()["tool"]["setuptools_scm"]["fallback_version"]
+    assert re.search(rf"^version: {re.escape(release)}$", cff, re.M)
     assert re.search(rf"^license: {project['license']['text']}$", cff, re.M)
     assert cff.startswith("cff-version: 1.2.0")
 

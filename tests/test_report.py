@@ -19,6 +19,7 @@ from matplotlib.container import BarContainer, ErrorbarContainer
 from typer.testing import CliRunner
 
 from spraylab.cli import UsageError, app
+from spraylab.metrics import catalog
 from spraylab.report import build_report, compare_tables, format_estimate, html_table, sweep_data
 from spraylab.stats import mean_ci, t95
 from spraylab.sweep import Sweep, run_sweep
@@ -138,7 +139,7 @@ def test_cli_compare_on_a_results_directory(store_dir: Path) -> None:
     )
     assert r.exit_code == 0, r.output
     assert "rps (baseline)" in r.output and "transport.recovery = sr" in r.output
-    assert "FCT slowdown mean" in r.output and "×)" in r.output
+    assert catalog.label_of("slowdown_mean") in r.output and "×)" in r.output
     # two seeds per cell: n shown, no interval (the plots' rule: Student t only from n = 3 on)
     body = r.output.split("ratios to rps")[-1]  # the tables, under the line stating the rule
     assert "n=2" in body and "±" not in body and "[" not in body

@@ -25,7 +25,11 @@ if TYPE_CHECKING:
     from spraylab.rails.planner import RailPlan, plan_rails
     from spraylab.workload.flows import FlowSpec
 
-__version__ = "0.1.0"
+try:
+    # written by the build (setuptools-scm, from git tags: pyproject.toml [tool.setuptools_scm])
+    from spraylab._version import __version__
+except ImportError:  # a source tree on sys.path that was never built or installed
+    __version__ = "0+unknown"
 
 # public name -> the module that defines it
 _HOMES = {

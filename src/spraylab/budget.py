@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from spraylab.config import Scenario, ScenarioError
 from spraylab.transport.recovery.base import RECOVERIES
+from spraylab.units import format_bytes_rounded
 
 OVERRIDE = "set run.allow_large = true (CLI: --allow-large) to run it anyway"
 
@@ -77,19 +78,12 @@ class Estimate:
         return (
             f"{_count(self.hosts)} hosts, {_count(self.switches)} switches, {_count(self.ports)} ports, "
             f"{_count(self.flows)} flows, {_count(self.packets)} packets, {_count(self.events)} events, "
-            f"{human_bytes(self.memory_bytes)} of memory"
+            f"{format_bytes_rounded(self.memory_bytes)} of memory"
         )
 
 
 def _count(n: int) -> str:
     return f"{n:,}" if n < 10**12 else f"{n:.2e}"
-
-
-def human_bytes(n: float) -> str:
-    for unit, factor in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if n >= factor:
-            return f"{n / factor:.3g} {unit}" if n < 1e21 else f"{n / 1e18:.2e} EB"
-    return f"{int(n)} B"
 
 
 def estimate(scenario: Scenario) -> Estimate:
@@ -172,8 +166,8 @@ def check(scenario: Scenario, allow_large: bool = False) -> Estimate:
     limit = int(available * MEMORY_FRACTION)
     if est.memory_bytes > limit:
         problem = (
-            f"estimated memory {human_bytes(est.memory_bytes)} exceeds the limit {human_bytes(limit)} "
-            f"({MEMORY_FRACTION:.0%} of {source}, {human_bytes(available)})"
+            f"estimated memory {format_bytes_rounded(est.memory_bytes)} exceeds the limit {format_bytes_rounded(limit)} "
+            f"({MEMORY_FRACTION:.0%} of {source}, {format_bytes_rounded(available)})"
         )
     elif scenario.run.engine != "l0_rail" and est.flows > MAX_FLOWS:  # l0_rail builds no messages
         problem = f"estimated {_count(est.flows)} flows exceed the limit of {MAX_FLOWS:,} flows"

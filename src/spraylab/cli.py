@@ -64,10 +64,10 @@ FormatOption = Annotated[
 
 
 def check_format(fmt: str) -> str:
-    from spraylab.tables import FORMATS
+    from spraylab.table_formats import TABLE_FORMATS
 
-    if fmt not in FORMATS:
-        raise UsageError(f"--format {fmt!r}: unknown format; allowed: {', '.join(FORMATS)}")
+    if fmt not in TABLE_FORMATS:
+        raise UsageError(TABLE_FORMATS.unknown(fmt))
     return fmt
 
 
@@ -173,64 +173,33 @@ def variant_scenario(base: Scenario, overrides: dict[str, Any]) -> Scenario:
 
 # --- output -------------------------------------------------------------------------
 
-SUMMARY_ROWS: list[tuple[str, str, str]] = [
-    ("flows done", "flows_completed", "int"),
-    ("flows censored", "flows_censored", "int"),
-    ("completion", "completion_ps", "time"),
-    ("FCT mean", "fct_mean_ps", "time"),
-    ("FCT p99", "fct_p99_ps", "time"),
-    ("slowdown mean", "slowdown_mean", "float"),
-    ("slowdown p99", "slowdown_p99", "float"),
-    ("goodput/receiver", "goodput_bps", "rate"),
-    ("retx ratio", "retx_ratio", "pct"),
-    ("spurious retx ratio", "spurious_retx_ratio", "pct"),
-    ("OOO discards", "discards", "int"),
-    ("max reorder (pkts)", "max_reorder", "int"),
-    ("drops", "drops", "int"),
-    ("timeouts (RTO)", "timeouts", "int"),
-    ("CNPs", "cnps", "int"),
-    ("PFC pauses", "pfc_pauses", "int"),
-    ("uplink imbalance max", "uplink_imbalance_max", "float"),
-    ("stop", "stop_reason", "str"),
-    ("engine", "engine", "engine"),
-]
-
-
-def fmt(value: Any, kind: str) -> str:
-    from spraylab.units import format_rate, format_time
-
-    if value is None and kind != "engine":
-        return "-"
-    if kind == "time":
-        return format_time(int(value))
-    if kind == "rate":
-        return format_rate(float(value))
-    if kind == "pct":
-        return f"{100 * float(value):.2f}%"
-    if kind == "float":
-        return f"{float(value):.3f}"
-    if kind == "engine":  # runs stored before the fluid engine existed were packet runs
-        return str(value or "packet")
-    return str(value)
-
 
 def summary_result(title: str, summaries: dict[str, dict[str, Any]], card: list[str] | None = None) -> Any:
-    """The summary rows of one or more runs as a :class:`spraylab.tables.ResultTable`."""
+    """The summary rows of one or more runs as a :class:`spraylab.tables.ResultTable`: the
+    catalog's summary rows (:data:`spraylab.metrics.catalog.SUMMARY_ROWS`), then per group of a
+    collective or MoE workload its completion time and bus bandwidth."""
+    from spraylab.metrics.catalog import GROUP_FAMILIES, SUMMARY_ROWS, label_of, lookup, unit_of
     from spraylab.tables import ResultTable
+    from spraylab.units import format_value
+
+    def add(key: str) -> None:
+        entry = lookup(key)
+        unit = unit_of(key)
+        show = entry.show if entry else None
+        absent = entry.absent if entry else None
+        values = [s.get(key) for s in summaries.values()]
+        texts = [absent if v is None and absent is not None else format_value(v, unit, show) for v in values]
+        table.add(label_of(key), key, unit, values, texts)
 
     table = ResultTable(title, list(summaries), card=list(card or []))
-    for name, key, kind in SUMMARY_ROWS:
-        values = [s.get(key) for s in summaries.values()]
-        table.add(name, key, kind, values, [fmt(v, kind) for v in values])
-    # Collectives and MoE phases: completion time and bus bandwidth per group.
-    group_keys = sorted({k for s in summaries.values() for k in s if k.startswith(("cct_ps[", "busbw_bps["))})
+    for key in SUMMARY_ROWS:
+        add(key)
+    prefixes = tuple(f"{family}[" for family in GROUP_FAMILIES)
+    group_keys = sorted({k for s in summaries.values() for k in s if k.startswith(prefixes)})
     if len(group_keys) == 1:  # one plain workload: its CCT is the completion row already
         group_keys = []
     for key in group_keys:
-        name = key.replace("cct_ps", "CCT").replace("busbw_bps", "busbw")
-        kind = "time" if key.startswith("cct_ps") else "rate"
-        values = [s.get(key) for s in summaries.values()]
-        table.add(name, key, kind, values, [fmt(v, kind) for v in values])
+        add(key)
     table.extra["summaries"] = summaries
     return table
 
@@ -483,9 +452,9 @@ def compare_sweep(
     output_format: str = "table",
 ) -> None:
     from spraylab.card import card_lines_from_summary
+    from spraylab.metrics.catalog import label_of
     from spraylab.report import (
         INTERVAL_RULE,
-        METRIC_LABEL,
         ReportError,
         cell_text,
         compare_tables,
@@ -527,26 +496,27 @@ def compare_sweep(
         if output_format in ("csv", "json"):
             rt.columns = list(table.columns)  # plain column names; n and ratios are in the values
         for key, kind, cells in table.rows:
-            texts = [cell_text(table, c, cell, kind, sep="\n") for c, cell in zip(table.columns, cells)]
+            texts = [cell_text(table, c, cell, key, sep="\n") for c, cell in zip(table.columns, cells)]
             means = [cell.estimate.mean for cell in cells]
-            rt.add(METRIC_LABEL.get(key, key), key, kind, means, texts)
+            label = label_of(key)
+            rt.add(label, key, kind, means, texts)
             if output_format in ("csv", "json"):
                 # as the table shows them: none under n = 3, the low end cut at zero
                 intervals = [cell.interval for cell in cells]
-                rt.add(f"{METRIC_LABEL.get(key, key)} 95% CI half-width", f"{key}:ci95", kind,
+                rt.add(f"{label} 95% CI half-width", f"{key}:ci95", kind,
                        [cell.estimate.half_width if iv else None for cell, iv in zip(cells, intervals)],
                        texts)  # fmt: skip
-                rt.add(f"{METRIC_LABEL.get(key, key)} 95% CI low", f"{key}:ci95_low", kind,
+                rt.add(f"{label} 95% CI low", f"{key}:ci95_low", kind,
                        [iv[0] if iv else None for iv in intervals], texts)  # fmt: skip
-                rt.add(f"{METRIC_LABEL.get(key, key)} 95% CI high", f"{key}:ci95_high", kind,
+                rt.add(f"{label} 95% CI high", f"{key}:ci95_high", kind,
                        [iv[1] if iv else None for iv in intervals], texts)  # fmt: skip
-                rt.add(f"{METRIC_LABEL.get(key, key)} / baseline", f"{key}:ratio", "float",
+                rt.add(f"{label} / baseline", f"{key}:ratio", "x",
                        [cell.ratio for cell in cells], texts)  # fmt: skip
         if output_format in ("csv", "json"):
             rt.add(
                 "runs",
                 "n",
-                "int",
+                "count",
                 [table.n[c] for c in table.columns],
                 [str(table.n[c]) for c in table.columns],
             )
@@ -747,7 +717,7 @@ def sweep_command(
         run_study(sweep, out, jobs, executor, address, force, dry_run, progress, reuse_other_versions, None)
         return
     if executor not in EXECUTORS:
-        raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
+        raise UsageError(EXECUTORS.unknown(executor))
     if address and executor != "ray":
         raise UsageError("--address: only meaningful with --executor ray")
     if str(sweep).startswith(EXAMPLE_PREFIX):
@@ -883,9 +853,10 @@ def import_command(
 
     from spraylab.card import scenario_card
     from spraylab.formats.importer import import_scenario, read_base
+    from spraylab.formats.importers import IMPORT_TOOLS
 
-    if tool not in ("htsim", "ns3"):
-        raise UsageError(f"import {tool!r}: unknown simulator; allowed: htsim, ns3")
+    if tool not in IMPORT_TOOLS:
+        raise UsageError(f"import {tool!r}: unknown simulator; allowed: {', '.join(IMPORT_TOOLS.names())}")
     if topology is None and flows is None:
         raise UsageError(f"import {tool}: give --topology and/or --flows")
     if out is not None and out.exists():
@@ -922,11 +893,11 @@ def export_command(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: print)")] = None,
 ) -> None:
     """Write a run's per-flow results as ns-3's fct.txt or htsim's finish lines."""
-    from spraylab.formats.export import ExportError, export
+    from spraylab.formats.export import EXPORT_LAYOUTS, ExportError, export
     from spraylab.metrics.result import Result
 
-    if layout not in ("fct", "htsim"):
-        raise UsageError(f"--format {layout!r}: unknown layout; allowed: fct, htsim")
+    if layout not in EXPORT_LAYOUTS:
+        raise UsageError(EXPORT_LAYOUTS.unknown(layout))
     if out is not None and out.exists():
         raise UsageError(f"--out {out}: exists; refusing to overwrite it")
     try:

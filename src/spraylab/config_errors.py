@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from spraylab.registry import KindRegistry
+from spraylab.kind_registry import KindRegistry
 from spraylab.topology.base import TOPOLOGIES
 from spraylab.workload.base import WORKLOADS
 

@@ -50,7 +50,7 @@ def switch_scheme(lb: Any, scheme: Any) -> dict[str, Any]:
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
 
     load_builtin_schemes()
-    cls = REGISTRY.get(scheme) if isinstance(scheme, str) else None
+    cls = REGISTRY.find(scheme)
     if cls is None or not isinstance(lb, dict):
         return {"scheme": scheme}  # validation reports the unknown scheme
     return {"scheme": scheme, **{k: v for k, v in lb.items() if k in cls.Params.model_fields}}

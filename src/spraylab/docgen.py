@@ -9,7 +9,7 @@ checked-in pages are what these functions produce, and that every column has an 
 from __future__ import annotations
 
 import typing
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
@@ -113,7 +113,6 @@ KEY_DOCS: dict[str, str] = {
     "topology.events": "link failures, rate changes and random loss over time",
     "topology.events[].at": "when the event starts",
     "topology.events[].link": 'the two node names of the link, e.g. ["leaf0", "spine0"]',
-    "topology.events[].action": "down (fails), degrade (rate_fraction of its rate), loss (loss_rate per packet)",
     "topology.events[].rate_fraction": "action degrade: the fraction of the base rate left",
     "topology.events[].loss_rate": "action loss: probability each packet crossing the link is lost",
     "topology.events[].convergence": "action down: routing removes the link this long after it fails",
@@ -196,6 +195,10 @@ KEY_DOCS: dict[str, str] = {
 
 
 def _describe(key: str, field: FieldInfo) -> str:
+    if key == "topology.events[].action":  # each registered action says what it does
+        from spraylab.net.link_events import LINK_ACTIONS
+
+        return ", ".join(f"{name} ({action.summary})" for name, action in LINK_ACTIONS.items())
     return field.description or KEY_DOCS.get(key, "")
 
 
@@ -381,71 +384,6 @@ GROUP_COLUMN_DOCS: dict[str, str] = {
     "algbw_bps": "size / CCT, bits/s (collectives only)",
     "busbw_bps": "algbw x the collective's bus factor (2(n-1)/n all-reduce, (n-1)/n others), bits/s",
 }
-SUMMARY_KEY_DOCS: dict[str, str] = {
-    "name": "scenario name",
-    "engine": "the engine that made the result: packet, fluid, l0 or l0_rail (the flow-level ones leave what they cannot know as null)",
-    "l0.binding": "l0_rail: role of the busiest link (host_up, host_down, uplink, downlink)",
-    "l0.binding_link": "l0_rail: the busiest link",
-    "scheme": "load-balancing scheme",
-    "recovery": "RNIC loss recovery: gbn, sr or ideal",
-    "cc": "congestion control: dcqcn or none",
-    "topology": "topology kind",
-    "hosts": "hosts of the fabric",
-    "seed": "run seed",
-    "stop_reason": "done, idle, time_limit, event_budget, wall_budget or interrupted (Ctrl-C)",
-    "completed": "every flow finished",
-    "sim_time_ps": "simulated time at the end, ps",
-    "events": "events the simulator processed",
-    "wall_s": "wall-clock seconds (not part of a stored run's identity)",
-    "conservation": "the packet-conservation self-check's counts",
-    "spraylab": "spraylab version",
-    "git_commit": "commit of the source tree, when run from a git checkout",
-    "card": "the scenario card (spraylab.card): fabric, switches, transport, lb with parameters, seed, version; `text` is the printed form",
-    "flows": "flows in the run",
-    "flows_completed": "flows that finished",
-    "flows_censored": "flows unfinished at the end (counted with their lower bounds)",
-    "fct_mean_ps": "mean FCT, ps",
-    "fct_p50_ps": "median FCT, ps",
-    "fct_p99_ps": "99th-percentile FCT, ps",
-    "fct_max_ps": "largest FCT, ps",
-    "slowdown_mean": "mean slowdown",
-    "slowdown_p50": "median slowdown",
-    "slowdown_p99": "99th-percentile slowdown",
-    "slowdown_mean[BUCKET]": "mean slowdown of the flows in one size bucket",
-    "slowdown_p99[BUCKET]": "99th-percentile slowdown in one size bucket",
-    "completion_ps": "last finish - first start, ps (a lower bound when flows are censored)",
-    "goodput_bps": "payload rate of each receiver's active span, averaged over receivers, bits/s",
-    "mean_flow_throughput_bps": "mean of the flows' throughput_bps",
-    "packets_sent": "data packets sent",
-    "retx_packets": "retransmitted data packets",
-    "retx_ratio": "retx_packets / packets_sent",
-    "spurious_retx": "spurious retransmissions",
-    "spurious_retx_ratio": "spurious_retx / packets_sent",
-    "nacks": "NACKs sent",
-    "cnps": "CNPs sent",
-    "ooo_arrivals": "out-of-order arrivals",
-    "max_reorder": "largest reorder degree of any flow, packets",
-    "discards": "out-of-order packets discarded by receivers",
-    "timeouts": "retransmission timeouts",
-    "drops_total": "packets lost, every cause",
-    "drops": "packets lost before the receiving RNIC (every cause but beyond_bitmap)",
-    "drops_CAUSE": "packets lost per cause (the flows table's drops_* columns)",
-    "ecn_marks": "ECN marks",
-    "pfc_pauses": "PFC PAUSE frames",
-    "max_queue_bytes": "largest port backlog, bytes",
-    "uplink_imbalance_max": "worst switch's max / mean bytes over its uplinks (1 = balanced)",
-    "uplink_imbalance_mean": "that ratio averaged over switches with two or more uplinks",
-    "packet_hops": "packets sent over all links",
-    "acks": "ACKs sent",
-    "data_overhead_bytes": "wire bytes a data packet adds to its payload (RoCEv2 envelope)",
-    "ack_wire_bytes": "wire bytes of an ACK",
-    "nack_wire_bytes": "wire bytes of a NACK",
-    "cnp_wire_bytes": "wire bytes of a CNP",
-    "cct_ps[GROUP]": "completion time of one group, ps",
-    "busbw_bps[GROUP]": "bus bandwidth of one collective group, bits/s",
-    "algbw_bps[GROUP]": "algorithm bandwidth of one collective group, bits/s",
-    "lb.NAME": "a counter the load-balancing scheme reports",
-}
 # The [monitor] time series (spraylab.monitor): one row per sampled object and interval.
 TIMESERIES_SHARED_DOCS: dict[str, str] = {
     "t_ps": "end of the interval, ps (the sample time)",
@@ -517,6 +455,18 @@ def _table(docs: dict[str, str], what: str = "column") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _metric_table(origin: Literal["summary", "report"]) -> str:
+    from spraylab.metrics.catalog import documented
+    from spraylab.units import UNITS
+
+    lines = ["| key | unit | label | engines | meaning |", "|---|---|---|---|---|"]
+    for m in documented(origin):
+        unit = UNITS[m.unit].raw or m.unit
+        engines = ", ".join(sorted(m.engines)) or "-"
+        lines.append(f"| `{m.key}` | {unit} | {_cell(m.label)} | {engines} | {_cell(m.description)} |")
+    return "\n".join(lines) + "\n"
+
+
 def column_dictionary() -> str:
     return "\n".join(
         [
@@ -542,8 +492,12 @@ def column_dictionary() -> str:
             _table(TIMESERIES_SWITCH_DOCS),
             "## summary.json\n",
             "Keys in capitals stand for a family: `BUCKET` a size bucket, `GROUP` a group name, `CAUSE` a drop "
-            "cause, `NAME` a scheme counter.\n",
-            _table(SUMMARY_KEY_DOCS, "key"),
+            "cause, `NAME` a scheme counter. `engines`: the engines whose runs carry a value (the others leave "
+            "it out or null). From the metric catalog (`spraylab.metrics.catalog`), which the tables, reports, "
+            "study pages and the run viewer read their labels and units from.\n",
+            _metric_table("summary"),
+            "Reports (`spraylab report`, `spraylab compare STORE`) also show, per run:\n",
+            _metric_table("report"),
             "## `spraylab run|compare --format csv` and `json`\n",
             "CSV starts with the scenario card as `#` lines (pandas: `read_csv(path, comment='#')`); JSON has it "
             "as `card`, the rows as `rows` (`metric`, `key`, `unit`, `values` by column) and, for runs, the full "

@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from spraylab.metrics.result import Result
+from spraylab.registry import Registry
 
-EXECUTORS = ("local", "ray")
+# Executors by name (their ``name``), each built from the command line's jobs and address.
+EXECUTORS: Registry[Any] = Registry("--executor", what="executor")
 
 
 class ExecutorError(Exception):
@@ -93,10 +95,17 @@ def _worker_init(parent: int) -> None:
     threading.Thread(target=watch, name="spraylab-parent-watch", daemon=True).start()
 
 
+@EXECUTORS.register
 class LocalExecutor:
     """``jobs`` worker processes (spawned: no state leaks from the parent into a run)."""
 
     name = "local"
+
+    @classmethod
+    def from_options(cls, jobs: int | None, address: str | None) -> LocalExecutor:
+        if address:
+            raise ExecutorError("--address: only meaningful with --executor ray")
+        return cls(jobs or os.cpu_count() or 1)
 
     def __init__(self, jobs: int) -> None:
         self.slots = max(1, jobs)
@@ -164,6 +173,7 @@ def _ray_execute(scenario: dict[str, Any]) -> Outcome:
     return execute(scenario)
 
 
+@EXECUTORS.register
 class RayExecutor:
     """Runs as Ray tasks (one CPU each). Without ``address`` a local Ray instance with ``jobs``
     CPUs is started (and stopped at the end); with one (``auto``, ``head:6379``,
@@ -171,6 +181,10 @@ class RayExecutor:
     (a result whose scenario does not hash to the submitted key is recorded as a failure)."""
 
     name = "ray"
+
+    @classmethod
+    def from_options(cls, jobs: int | None, address: str | None) -> RayExecutor:
+        return cls(jobs, address)
 
     def __init__(self, jobs: int | None, address: str | None = None) -> None:
         try:
@@ -258,10 +272,7 @@ def _check_reachable(address: str) -> None:
 
 
 def make_executor(name: str, jobs: int | None, address: str | None = None) -> Executor:
-    if name == "local":
-        if address:
-            raise ExecutorError("--address: only meaningful with --executor ray")
-        return LocalExecutor(jobs or os.cpu_count() or 1)
-    if name == "ray":
-        return RayExecutor(jobs, address)
-    raise ExecutorError(f"--executor {name!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
+    cls = EXECUTORS.find(name)
+    if cls is None:
+        raise ExecutorError(EXECUTORS.unknown(name))
+    return cls.from_options(jobs, address)

@@ -18,6 +18,7 @@ from spraylab.metrics.collect import collect, ideal_fct_ps
 from spraylab.metrics.fct_bound import fct_lower_bounds_ps
 from spraylab.metrics.result import Result
 from spraylab.monitor import Monitor
+from spraylab.net.link_events import LINK_ACTIONS
 from spraylab.net.network import Network, SwitchParams
 from spraylab.topology.base import TopologySection
 from spraylab.topology.fabric import Fabric
@@ -119,12 +120,7 @@ def build(scenario: Scenario, check_size: bool = True) -> Simulation:
         a, b = event.link
         parallel = event.parallel
         try:
-            if event.action == "down":
-                net.schedule_link_down(event.at, a, b, event.convergence, parallel)
-            elif event.action == "loss":
-                net.schedule_link_loss(event.at, a, b, event.loss_rate, parallel)
-            else:
-                net.schedule_link_rate(event.at, a, b, event.rate_fraction, parallel)
+            LINK_ACTIONS.get(event.action).schedule(net, event)
         except KeyError:
             raise ScenarioError(
                 [

@@ -53,6 +53,7 @@ from spraylab.engine.simulator import BUCKET_SHIFT
 from spraylab.net.drops import DROP_CAUSES, N_CAUSES
 from spraylab.net.host import Host
 from spraylab.net.port import PfcPort, Port
+from spraylab.units import PS_PER_BYTE_AT_1BPS
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -92,7 +93,7 @@ def with_utilization(ports: pd.DataFrame, links: pd.DataFrame) -> pd.DataFrame:
     """``ports`` (a monitored run's per-port series) with ``utilization``: departed bytes over the
     link's capacity in the interval (rates from the links table, by ``link``)."""
     rate = ports["link"].astype(str).map(links.set_index("link")["rate_bps"]).astype(float)
-    return ports.assign(utilization=ports["tx_bytes"] * 8e12 / (rate * ports["dt_ps"]))
+    return ports.assign(utilization=ports["tx_bytes"] * PS_PER_BYTE_AT_1BPS / (rate * ports["dt_ps"]))
 
 
 # --- selection ---------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 """What made a result: the spraylab version and, in a git checkout, the commit of the source tree.
 
-Every run records both (summary keys ``spraylab`` and ``git_commit``) so that a store, a compare
+The version is derived from git when the package is built (setuptools-scm: ``0.2.0`` on a tag
+``v0.2.0``, ``0.2.1.dev3+g1a2b3c4`` three commits later, ``0+unknown`` in a source tree that was
+never built); in an editable install it is the one of the last install, while the commit is read
+now, so the pair names the exact source. Every run records both (summary keys ``spraylab`` and ``git_commit``) so that a store, a compare
 table or a report can tell results of another version apart from this one's."""
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def current() -> dict[str, Any]:
 
 
 def describe(record: dict[str, Any]) -> str:
-    """``0.1.0 (abc1234)``, ``0.1.0`` or ``unknown``."""
+    """``0.2.0 (abc1234def)``, ``0.2.0`` or ``unknown``."""
     name = record.get("spraylab") or "unknown"
     commit = record.get("git_commit")
     return f"{name} ({commit[:10]})" if commit else str(name)

@@ -1,101 +1,160 @@
-"""Registries of section kinds: ``topology.kind`` and ``workload.kind``.
+"""One registry mechanism for everything spraylab picks by name.
 
-A kind is one module that defines a :class:`~spraylab.config_types.Section` subclass with
-``kind: Literal["name"] = "name"`` and decorates it with its registry's :meth:`KindRegistry.register`.
-The scenario schema validates a section by looking its ``kind`` up here at validation time, so a
-kind registered after :mod:`spraylab.config` was imported (a plug-in, a test) is usable at once;
-error hints and ``spraylab list`` read the same registry.
+A :class:`Registry` maps names to entries (classes or functions). Its built-in entries are the
+modules of one package, each registering itself on import: the registry imports them all once,
+on first use, so adding a load-balancing scheme, a congestion control, a recovery mode, a
+topology or workload kind, a table format, an export layout, an import tool or a link-event
+action is adding one file to its package. A name nobody registered is refused in one line that
+names the allowed ones.
+
+The registries: ``lb.scheme`` (:data:`spraylab.lb.base.REGISTRY`), ``transport.cc``
+(:data:`spraylab.transport.cc.base.CONGESTION_CONTROLS`), ``transport.recovery``
+(:data:`spraylab.transport.recovery.base.RECOVERIES`), ``topology.kind`` and ``workload.kind``
+(:class:`spraylab.kind_registry.KindRegistry`: section models, validated by kind), ``--format`` of
+result tables (:data:`spraylab.table_formats.TABLE_FORMATS`), ``spraylab export --format``
+(:data:`spraylab.formats.exports.EXPORT_LAYOUTS`), ``spraylab import`` tools
+(:data:`spraylab.formats.importers.IMPORT_TOOLS`), ``topology.events[].action``
+(:data:`spraylab.net.link_events.LINK_ACTIONS`), study metrics and analyses.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Annotated, Any, Generic, TypeVar
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any, Generic, TypeVar, overload
 
-from pydantic import SerializeAsAny, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
-from pydantic_core import InitErrorDetails, PydanticCustomError
+T = TypeVar("T")
 
-from spraylab.config_types import Section, one_of
-
-S = TypeVar("S", bound=Section)
+_MISSING: Any = object()
 
 
-class KindRegistry(Generic[S]):
-    """The kinds of one section (``what``: "topology", "workload"), all subclasses of ``base``.
+class RegistryError(ValueError):
+    """An unknown name: one line naming the key, the value and the allowed names."""
 
-    ``package``'s modules are imported once, on first use, to register the built-in kinds;
-    ``default_kind`` is the kind of a section given without ``kind`` (None: ``kind`` is required).
-    """
 
-    def __init__(self, what: str, base: type[S], package: str, default_kind: str | None = None) -> None:
-        self.what = what
-        self.base = base
+class Registry(MutableMapping[str, T], Generic[T]):
+    """Entries by name.
+
+    ``key`` is what selects an entry (a scenario key or a command-line option: ``lb.scheme``,
+    ``--format``), ``what`` what an entry is (``scheme``), both for the error line;
+    ``package``'s modules (but ``skip``) are imported once, on first use, to register the
+    built-in entries; ``name_of`` reads an entry's own name (default: its ``name`` attribute),
+    for ``@registry.register`` without a name. A mapping: ``name in registry``,
+    ``registry[name]``, iteration in name order, and (for tests that add entries and put the
+    registry back) ``registry[name] = entry``, ``del``, ``clear``, ``update``; ``get`` refuses an
+    unknown name, ``find`` returns None for it."""
+
+    def __init__(
+        self,
+        key: str,
+        package: str | None = None,
+        *,
+        what: str = "",
+        name_of: Callable[[T], str] | None = None,
+        skip: tuple[str, ...] = ("base",),
+    ) -> None:
+        self.key = key
+        self.what = what or key.rsplit(".", 1)[-1].lstrip("-")
         self.package = package
-        self.default_kind = default_kind
-        self.models: dict[str, type[S]] = {}
-        self._loaded = False
+        self.skip = skip
+        self.name_of = name_of or (lambda entry: getattr(entry, "name", ""))
+        self.classes: dict[str, T] = {}  # the entries (their historical name: most are classes)
+        self._loaded = package is None
 
-    def register(self, cls: type[S]) -> type[S]:
-        """Class decorator: make ``cls`` the section of its ``kind``."""
-        if not (isinstance(cls, type) and issubclass(cls, self.base)):
-            raise TypeError(f"{cls!r} is not a {self.base.__name__}")
-        field = cls.model_fields.get("kind")
-        kind = field.default if field is not None else None
-        if not isinstance(kind, str) or not kind:
-            raise TypeError(f'{cls.__name__} needs kind: Literal["<name>"] = "<name>"')
-        self.models[kind] = cls
-        return cls
+    # --- registering --------------------------------------------------------------------------
+    @overload
+    def register(self, entry: T, /) -> T: ...
+    @overload
+    def register(self, name: str, /) -> Callable[[T], T]: ...
+    def register(self, entry: Any, /) -> Any:
+        """``@registry.register`` (the entry names itself) or ``@registry.register("name")``."""
+        if isinstance(entry, str):
+            name = entry
+
+            def decorate(obj: T) -> T:
+                self._add(name, obj)
+                return obj
+
+            return decorate
+        self._add(self.name_of(entry), entry)
+        return entry
+
+    def _add(self, name: str, entry: T) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(
+                f"{getattr(entry, '__name__', entry)!r} has no name to register as a {self.what}"
+            )
+        self.classes[name] = entry
+
+    def unregister(self, name: str) -> None:
+        del self.classes[name]
 
     def load_builtins(self) -> None:
-        """Import every module of the package once: each registers its kind on import."""
+        """Import every module of the package (once; entries registered from elsewhere stay)."""
         if self._loaded:
             return
         self._loaded = True
-        package = importlib.import_module(self.package)
+        package: Any = importlib.import_module(str(self.package))
         for module in pkgutil.iter_modules(package.__path__):
-            importlib.import_module(f"{self.package}.{module.name}")
+            if module.name not in self.skip:
+                importlib.import_module(f"{self.package}.{module.name}")
 
-    def kinds(self) -> list[str]:
+    # --- looking up ---------------------------------------------------------------------------
+    def names(self) -> list[str]:
         self.load_builtins()
-        return sorted(self.models)
+        return sorted(self.classes)
 
-    def get(self, kind: object) -> type[S] | None:
+    def find(self, name: object) -> T | None:
+        """The entry registered as ``name``, or None."""
         self.load_builtins()
-        return self.models.get(kind) if isinstance(kind, str) else None
+        return self.classes.get(name) if isinstance(name, str) else None
 
-    def model_of(self, raw: object) -> type[S] | None:
-        """The section model a raw table (dict) selects, or None if it names no known kind."""
-        if not isinstance(raw, dict):
-            return None
-        return self.get(raw.get("kind", self.default_kind))
+    def get(self, name: str, default: Any = _MISSING) -> T:  # type: ignore[override]
+        """The entry registered as ``name``; :class:`RegistryError` naming the allowed ones
+        otherwise (or ``default``, when given, as ``dict.get`` would)."""
+        entry = self.find(name)
+        if entry is None:
+            if default is not _MISSING:
+                return default
+            raise RegistryError(self.unknown(name))
+        return entry
 
-    def allowed(self) -> str:
-        return one_of(self.kinds())
+    def unknown(self, name: object) -> str:
+        """The one-line error for ``name``."""
+        # a scenario key reads `lb.scheme = 'x'`, a command-line option `--format 'x'`
+        given = f"{self.key} {name!r}" if self.key.startswith("-") else f"{self.key} = {name!r}"
+        return f"{given}: unknown {self.what}; allowed: {', '.join(self.names())}"
 
-    # --- validation -------------------------------------------------------------------------
-    def field_type(self) -> Any:
-        """The annotation of a scenario field holding one section of this registry: validated by
-        kind (errors are located at the section's own keys, without a union tag) and dumped with
-        the fields of its own kind."""
-        return Annotated[SerializeAsAny[self.base], WrapValidator(self._validate)]
+    def __getitem__(self, name: str) -> T:
+        self.load_builtins()
+        return self.classes[name]
 
-    def _validate(self, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        if isinstance(value, self.base) and self.models.get(value.kind) is type(value):
-            return value
-        if not isinstance(value, dict):
-            raise _error("section_type", f"must be a table (a [{self.what}] section)", value, ())
-        if "kind" not in value and self.default_kind is None:
-            raise _error("missing_kind", f"missing 'kind'; allowed: {self.allowed()}", value, ())
-        kind = value.get("kind", self.default_kind)
-        model = self.get(kind)
-        if model is None:
-            raise _error("unknown_kind", f"unknown kind; allowed: {self.allowed()}", kind, ("kind",))
-        return model.model_validate(value)
+    def __setitem__(self, name: str, entry: T) -> None:
+        self._add(name, entry)
+
+    def __delitem__(self, name: str) -> None:
+        del self.classes[name]
+
+    def __contains__(self, name: object) -> bool:
+        return self.find(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        self.load_builtins()
+        return len(self.classes)
+
+    def __repr__(self) -> str:
+        return f"Registry({self.key!r}: {', '.join(self.classes)})"
 
 
-def _error(kind: str, message: str, value: object, loc: tuple[str, ...]) -> ValidationError:
-    # A ValidationError raised inside a validator joins the outer report with ``loc`` appended to
-    # the field's location, so the error line names ``topology.kind`` rather than ``topology``.
-    detail: InitErrorDetails = {"type": PydanticCustomError(kind, message), "loc": loc, "input": value}
-    return ValidationError.from_exception_data("section", [detail])
+def __getattr__(name: str) -> Any:
+    # The section-kind registry lives with the scenario schema's validation machinery (pydantic);
+    # importing it from here keeps working for code written before the split.
+    if name == "KindRegistry":
+        from spraylab.kind_registry import KindRegistry
+
+        return KindRegistry
+    raise AttributeError(f"module 'spraylab.registry' has no attribute {name!r}")

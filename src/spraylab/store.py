@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from spraylab import provenance
 from spraylab.metrics.result import RESULT_FILES, Result
 
 FORMAT = 1
@@ -206,13 +207,11 @@ class Store:
             for path in sorted(staging.iterdir()):
                 _fsync_file(path)
                 files[path.name] = {"bytes": path.stat().st_size, "sha256": sha256_file(path)}
-            from spraylab import __version__
-
             manifest = {
                 "format": FORMAT,
                 "key": key,
                 "status": status,
-                "spraylab": __version__,
+                "spraylab": provenance.version(),
                 "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 "files": files,
             }

@@ -138,14 +138,12 @@ class Sweep:
 
     def index(self) -> dict[str, Any]:
         """The JSON index written as ``sweep.json`` in the store."""
-        from spraylab import __version__
-
         return {
             "format": 1,
             "name": self.name,
             "source": self.source,
             "baseline": self.baseline,
-            "spraylab": __version__,
+            "spraylab": provenance.version(),
             "axes": [
                 {"key": k, "values": list(vs), "labels": [value_label(v) for v in vs]}
                 for k, vs in self.axes.items()

@@ -1,8 +1,14 @@
-"""Parse and format human-friendly quantities: rates, sizes and times.
+"""Parse and format human-friendly quantities: rates, sizes and times; the units of metrics.
 
 Internally everything is an int: rates in bits/s, sizes in bytes, times in picoseconds.
 Parsing goes through ``Decimal`` so that e.g. "3.6Tbps" or "0.1us" land on the exact
 integer instead of being off by one after a binary float multiplication.
+
+This module owns every conversion between units and every way a number is shown:
+:data:`UNITS` names the unit of a metric (:mod:`spraylab.metrics.catalog` gives each metric
+one), :func:`format_value` writes a value the way tables do (the terminal, reports, the run
+viewer), :func:`format_page` the way study pages do (a fixed unit per quantity, so a column of
+a page reads in one unit).
 """
 
 from __future__ import annotations
@@ -10,18 +16,40 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 
 __all__ = [
+    "BITS_PER_BYTE",
+    "PS_PER_BYTE_AT_1BPS",
+    "PS_PER_MS",
+    "PS_PER_NS",
+    "PS_PER_S",
+    "PS_PER_US",
+    "UNITS",
+    "Unit",
     "UnitError",
     "format_bytes",
+    "format_bytes_rounded",
+    "format_page",
     "format_rate",
     "format_time",
     "format_time_label",
+    "format_value",
     "parse_bytes",
     "parse_rate_bps",
     "parse_time_ps",
 ]
+
+# spraylab's base units are picoseconds, bits/s and bytes; these convert to the others.
+PS_PER_NS = 10**3
+PS_PER_US = 10**6
+PS_PER_MS = 10**9
+PS_PER_S = 10**12
+BITS_PER_BYTE = 8
+# A byte at 1 bit/s takes 8e12 ps: bytes x this / rate_bps = serialization time in ps. A float, as
+# the expressions that use it always were (the same doubles as before, bit for bit).
+PS_PER_BYTE_AT_1BPS = 8e12
 
 
 class UnitError(ValueError):
@@ -64,12 +92,12 @@ def _bytes_factor(unit: str) -> int | None:
 _TIME_FACTORS = {
     "": 1,
     "ps": 1,
-    "ns": 10**3,
-    "us": 10**6,
-    "\u00b5s": 10**6,  # micro sign
-    "\u03bcs": 10**6,  # greek small mu, what most keyboards produce
-    "ms": 10**9,
-    "s": 10**12,
+    "ns": PS_PER_NS,
+    "us": PS_PER_US,
+    "\u00b5s": PS_PER_US,  # micro sign
+    "\u03bcs": PS_PER_US,  # greek small mu, what most keyboards produce
+    "ms": PS_PER_MS,
+    "s": PS_PER_S,
 }
 
 
@@ -128,7 +156,7 @@ def _format(value: float, units: list[tuple[int, str]]) -> str:
 _RATE_UNITS = [(10**12, "Tbps"), (10**9, "Gbps"), (10**6, "Mbps"), (10**3, "Kbps"), (1, "bps")]
 _DEC_BYTE_UNITS = [(10**12, "TB"), (10**9, "GB"), (10**6, "MB"), (10**3, "KB"), (1, "B")]
 _BIN_BYTE_UNITS = [(2**40, "TiB"), (2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")]
-_TIME_UNITS = [(10**12, "s"), (10**9, "ms"), (10**6, "us"), (10**3, "ns"), (1, "ps")]
+_TIME_UNITS = [(PS_PER_S, "s"), (PS_PER_MS, "ms"), (PS_PER_US, "us"), (PS_PER_NS, "ns"), (1, "ps")]
 
 
 def format_rate(bps: float) -> str:
@@ -158,3 +186,113 @@ def format_time_label(ps: int) -> str:
     keep the ASCII "us" the parser reads."""
     text = format_time(ps)
     return text[:-2] + "µs" if text.endswith("us") else text
+
+
+def format_bytes_rounded(n: float) -> str:
+    """Three significant digits and a decimal unit up to exabytes, for estimates (``3.1 GB``):
+    :func:`format_bytes` is exact, this one is short."""
+    for unit, factor in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if n >= factor:
+            return f"{n / factor:.3g} {unit}" if n < 1e21 else f"{n / 1e18:.2e} EB"
+    return f"{int(n)} B"
+
+
+# --- the unit of a metric ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    name: str  # what the metric catalog and study files call it
+    raw: str  # what a raw value is in, as `--format csv|json` tables state it ("" for none)
+    meaning: str  # for the generated docs
+
+
+UNITS: dict[str, Unit] = {
+    u.name: u
+    for u in (
+        Unit("ps", "ps", "picoseconds"),
+        Unit("bps", "bps", "bits/s"),
+        Unit("bytes", "B", "bytes"),
+        Unit("pct", "fraction", "a share, 0.05 = 5%"),
+        Unit("count", "", "a count"),
+        Unit("float", "", "a plain number"),
+        Unit("text", "", "text"),
+        Unit("x", "", "a ratio of two quantities of the same unit"),
+        Unit("change", "fraction", "a signed relative change, 0.05 = +5%"),
+        Unit("flops", "FLOP/s", "floating-point operations per second"),
+        Unit("p", "", "a p-value"),
+    )
+}
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def format_value(value: object, unit: str, show: str | None = None) -> str:
+    """A value as tables show it (the terminal, ``--format markdown``, reports, the run viewer):
+    times and rates with the unit that fits (``174.5µs``, ``93.863Gbps``), shares in percent
+    with two decimals, plain numbers with three (whole above 1000), counts whole. ``show``
+    picks another presentation of the same unit: ``GB/s`` for a rate in gigabytes per second
+    (nccl-tests prints bus bandwidth so). Missing values are ``-``."""
+    if _missing(value):
+        return "-"
+    if unit == "text":
+        return str(value)
+    v = float(value)  # type: ignore[arg-type]
+    if unit == "ps":
+        return format_time_label(int(round(v)))
+    if unit == "bps":
+        if show == "GB/s":
+            return f"{v / (BITS_PER_BYTE * 1e9):.2f} GB/s"
+        return format_rate(v)
+    if unit == "bytes":
+        return format_bytes(int(round(v)))
+    if unit == "pct":
+        return f"{100 * v:.2f}%"
+    if unit == "count" and v.is_integer():
+        return f"{int(v):,}"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3f}"
+
+
+def format_page(value: float | None, unit: str, digits: int | None = None) -> str:
+    """A value as study pages show it: one fixed unit per quantity (``123.4 us``, ``400 Gb/s``,
+    ``12.3%``), so the numbers of a column compare at a glance; ``digits`` overrides the unit's
+    default precision."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    v = float(value)
+    if unit == "ps":
+        us = v / PS_PER_US
+        if digits is not None:
+            return f"{us:,.{digits}f} us"
+        return f"{us:,.0f} us" if abs(us) >= 1000 else f"{us:.1f} us"
+    if unit == "bps":
+        return f"{v / 1e9:.{0 if digits is None else digits}f} Gb/s"
+    if unit == "bytes":
+        for name, div in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+            if abs(v) >= div:
+                text = f"{v / div:.{2 if digits is None else digits}f}"
+                if digits is None and "." in text:
+                    text = text.rstrip("0").rstrip(".")
+                return f"{text} {name}"
+        return f"{v:.0f} B"
+    if unit == "pct":
+        return f"{100 * v:.{1 if digits is None else digits}f}%"
+    if unit == "change":  # a signed relative change
+        return f"{100 * v:+.{0 if digits is None else digits}f}%"
+    if unit == "x":
+        return f"{v:.{2 if digits is None else digits}f}x"
+    if unit == "count":
+        if digits is None and float(v).is_integer():
+            return f"{int(v):,}"
+        return f"{v:,.{1 if digits is None else digits}f}"
+    if unit == "float":
+        return f"{v:.{2 if digits is None else digits}f}"
+    if unit == "flops":
+        return f"{v / 1e12:,.{0 if digits is None else digits}f} TFLOP/s"
+    if unit == "p":  # a p-value
+        return f"{v:.{3 if digits is None else digits}g}"
+    return str(value)

@@ -18,9 +18,7 @@ from spraylab.config import validate
 from spraylab.experiment import build
 from spraylab.metrics.maxmin import jain_index
 from spraylab.net.framing import data_wire_bytes
-
-US = 1_000_000
-
+from spraylab.units import PS_PER_US
 
 # --- incast and long flows -------------------------------------------------------------------
 
@@ -65,7 +63,7 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     def sample(_: object) -> None:
         samples.append(bottleneck.queue_bytes())
         if not net.all_done:
-            sim.after(US, sample)
+            sim.after(PS_PER_US, sample)
 
     sim.at(0, sample)
     simulation.run()
@@ -207,7 +205,7 @@ def ecmp_max_min(leaves: int, spines: int, hosts_per_leaf: int, seed: int) -> di
     from spraylab.metrics.maxmin import max_min_rates
     from spraylab.metrics.paths import flow_path
 
-    t1_ps, t2_ps = 50 * US, 250 * US
+    t1_ps, t2_ps = 50 * PS_PER_US, 250 * PS_PER_US
     simulation = _ecmp_permutation(leaves, spines, hosts_per_leaf, seed, "40MB")  # still sending at t2
     simulation.net.stop_when_done = False
     net, sim = simulation.net, simulation.sim

@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from spraylab.metrics.catalog import VIEWER_ROWS, label_of, unit_of
 from spraylab.metrics.result import Result, ResultFileError
-from spraylab.units import format_bytes, format_rate, format_time_label
+from spraylab.units import PS_PER_BYTE_AT_1BPS, PS_PER_US, format_bytes, format_time_label, format_value
 
 GENERATOR = "spraylab view"  # the page's <meta name="generator">: marks a file spraylab may replace
 MAX_HEATMAP_COLUMNS = 400  # time bins per heatmap; longer runs are merged into wider bins
@@ -58,16 +59,10 @@ def scenario_card(scenario: dict[str, Any], summary: dict[str, Any]) -> list[tup
     monitor = scenario.get("monitor")
     if monitor:
         rows.append(("monitor interval", format_time_label(int(monitor["interval"]))))
-    for key, label, fmt in (
-        ("slowdown_p50", "slowdown p50", "{:.3f}"),
-        ("slowdown_p99", "slowdown p99", "{:.3f}"),
-        ("goodput_bps", "goodput per receiver", None),
-        ("drops", "drops", "{:,}"),
-        ("pfc_pauses", "PFC pauses", "{:,}"),
-    ):
+    for key in VIEWER_ROWS:
         value = summary.get(key)
         if value is not None:
-            rows.append((label, format_rate(float(value)) if fmt is None else fmt.format(value)))
+            rows.append((label_of(key), format_value(value, unit_of(key))))
     return rows
 
 
@@ -150,7 +145,6 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
     out: list[tuple[str, str, Any]] = []
     links = result.links
     ts = result.timeseries
-    us = 1e-6
     if ts is not None and not ts.ports.empty:
         groups = [
             (label, [x for x in names if x in set(ts.ports["link"].astype(str))])
@@ -163,7 +157,7 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
             fig = go.Figure(
                 go.Heatmap(
                     z=util,
-                    x=ends * us,
+                    x=ends / PS_PER_US,
                     y=names,
                     zmin=0,
                     zmax=1,
@@ -186,13 +180,13 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
                                 subplot_titles=("port queues (max within each interval)", "switch buffer occupancy"))  # fmt: skip
             for name in queues:
                 part = ts.ports[ts.ports["link"] == name]
-                fig.add_trace(go.Scatter(x=part["t_ps"] * us, y=part["queue_max_bytes"] / 1e3, name=name,
+                fig.add_trace(go.Scatter(x=part["t_ps"] / PS_PER_US, y=part["queue_max_bytes"] / 1e3, name=name,
                                          mode="lines", line={"shape": "hv"}, legendgroup="q"), row=1, col=1)  # fmt: skip
             sw = ts.switches
             busiest = sw.groupby("switch", observed=True)["buffer_bytes"].max().sort_values(ascending=False)
             for name in [str(x) for x in busiest.index[:MAX_TRACES] if busiest[x] > 0]:
                 part = sw[sw["switch"] == name]
-                fig.add_trace(go.Scatter(x=part["t_ps"] * us, y=part["buffer_bytes"] / 1e3, name=name,
+                fig.add_trace(go.Scatter(x=part["t_ps"] / PS_PER_US, y=part["buffer_bytes"] / 1e3, name=name,
                                          mode="lines", line={"dash": "dot"}, legendgroup="b"), row=2, col=1)  # fmt: skip
             fig.update_yaxes(title_text="KB", rangemode="tozero")
             fig.update_xaxes(title_text="time (µs)", row=2, col=1)
@@ -205,11 +199,11 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
                                 subplot_titles=("sending rate (DCQCN's current rate)", "delivery rate at the receiver"))  # fmt: skip
             for k, fid in enumerate(chosen):
                 part = flows[flows["flow_id"] == fid]
-                t = part["t_ps"] * us
+                t = part["t_ps"] / PS_PER_US
                 line = {"shape": "hv", "color": PALETTE[k % len(PALETTE)]}  # one colour per flow, both panels
                 fig.add_trace(go.Scatter(x=t, y=part["rate_bps"] / 1e9, name=f"flow {fid}", mode="lines",
                                          line=line, legendgroup=str(fid)), row=1, col=1)  # fmt: skip
-                delivered = part["delivered_bytes"] * 8e12 / part["dt_ps"] / 1e9
+                delivered = part["delivered_bytes"] * PS_PER_BYTE_AT_1BPS / part["dt_ps"] / 1e9
                 fig.add_trace(go.Scatter(x=t, y=delivered, name=f"flow {fid}", mode="lines", line=line,
                                          legendgroup=str(fid), showlegend=False), row=2, col=1)  # fmt: skip
             fig.update_yaxes(title_text="Gb/s", rangemode="tozero")
@@ -236,8 +230,8 @@ def _figures(result: Result) -> list[tuple[str, str, Any]]:
         colors, low, high = scale_colors(slow, TIMELINE_COLORSCALE)
         fig = go.Figure(
             go.Bar(
-                base=shown["start_ps"] * us,
-                x=(finish - shown["start_ps"]) * us,
+                base=shown["start_ps"] / PS_PER_US,
+                x=(finish - shown["start_ps"]) / PS_PER_US,
                 y=labels,
                 orientation="h",
                 marker={"color": colors},

@@ -40,6 +40,7 @@ from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_words,
 from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_rows, solver_named
 from spraylab.fluid.warm import WarmSolver
 from spraylab.net.framing import data_wire_bytes
+from spraylab.net.link_events import LINK_ACTIONS
 from spraylab.transport.params import ACK_COUNTED_HEADER_BYTES
 from spraylab.workload.build import GroupInfo, build_flows
 from spraylab.workload.flows import FlowSpec
@@ -120,11 +121,15 @@ def prepare(scenario: Any) -> FluidRun:
     from spraylab.config import ScenarioError
     from spraylab.experiment import build_fabric
     from spraylab.lb.base import make_lb
+    from spraylab.net.link_events import fluid_actions
 
     for event in scenario.topology.events:
-        if event.action == "loss":
+        if event.action not in fluid_actions():
             raise ScenarioError(
-                ["topology.events.action = 'loss': not modelled by the fluid engine; allowed down, degrade"]
+                [
+                    f"topology.events.action = {event.action!r}: not modelled by the fluid engine; "
+                    f"allowed {', '.join(fluid_actions())}"
+                ]
             )
     try:
         model = route_model(scenario.lb.scheme)
@@ -388,11 +393,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
     for order, event in enumerate(run.events):
         a, b = event.link
         lids = _event_links(ff, a, b, event.parallel)
-        if event.action == "down":
-            cap_events.append((float(event.at), 2 * order, "down", lids, 0.0))
-            cap_events.append((float(event.at + event.convergence), 2 * order + 1, "reroute", lids, 0.0))
-        else:
-            cap_events.append((float(event.at), 2 * order, "degrade", lids, event.rate_fraction))
+        cap_events.extend(LINK_ACTIONS.get(event.action).fluid_events(event, order, lids) or ())
     heapq.heapify(cap_events)
 
     start = np.full(n, -1.0)

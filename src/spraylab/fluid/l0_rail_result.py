@@ -25,6 +25,7 @@ from spraylab.fluid.engine import FluidOutcome
 from spraylab.fluid.routing import FluidFabric, route_model
 from spraylab.metrics.collect import FLOW_COLUMNS, GROUP_COLUMNS, _mean_skipna
 from spraylab.metrics.result import SIZE_BUCKETS, Result, percentile
+from spraylab.units import PS_PER_BYTE_AT_1BPS
 from spraylab.workload.base import GroupInfo
 from spraylab.workload.collectives import algbw_bps, busbw_bps
 
@@ -59,7 +60,7 @@ def rail_result(
     fct = finish - start
     with np.errstate(divide="ignore", invalid="ignore"):
         slowdown = np.where(bound > 0, fct / np.maximum(bound, 1), np.nan).astype(float)
-        throughput = np.where(fct > 0, size * 8e12 / np.maximum(fct, 1), np.nan).astype(float)
+        throughput = np.where(fct > 0, size * PS_PER_BYTE_AT_1BPS / np.maximum(fct, 1), np.nan).astype(float)
     end_ps = int(finish.max(initial=0))
     uppers = np.array([upper for _, upper in SIZE_BUCKETS[:-1]])
     bucket = np.searchsorted(uppers, size, side="left")
@@ -166,7 +167,7 @@ def flow_statistics(
         has = np.bincount(dst, minlength=g) > 0
         busy = has & (last > first)
         rates = [
-            int(b) * 8e12 / (e - s)
+            int(b) * PS_PER_BYTE_AT_1BPS / (e - s)
             for b, s, e in zip(nbytes[busy], first[busy].tolist(), last[busy].tolist())
         ]
         goodput = _mean_skipna(rates) if rates else None

@@ -36,6 +36,7 @@ from decimal import Decimal, InvalidOperation
 
 from spraylab.formats.rows import FlowRow, FormatError, check_rows, field_error, parse_int
 from spraylab.topology.fabric import Fabric
+from spraylab.units import PS_PER_NS, PS_PER_US
 
 _CONNECTION = re.compile(r"(\d+)\s*->\s*(\d+)$")
 TRIGGER_KINDS = ("oneshot", "barrier", "multishot")
@@ -79,7 +80,7 @@ def _start_ps(where: str, value: str) -> int:
             raise InvalidOperation
     except InvalidOperation:
         raise field_error(where, "start", value, "must be a time >= 0 in microseconds") from None
-    return int(us * 10**6)
+    return int(us * PS_PER_US)
 
 
 def parse_cm(text: str, name: str) -> ConnectionMatrix:
@@ -421,7 +422,7 @@ def plan_fabric(desc: FatTreeDescription) -> FabricPlan:
             raise field_error(where, "speed", str(gbps), "must be > 0 Gb/s")
         rates.append(rate_bps)
         ns, _ = _link_value(desc, t, "Uplink_Latency_ns", "Downlink_Latency_ns", "latency")
-        delays.append(int(ns * 1000))
+        delays.append(int(ns * PS_PER_NS))
     hosts_per_tor = _count(desc, 0, "Radix_Down")
     if hosts_per_tor is None:
         raise FormatError(f"{desc_name(desc)}: tier 0 needs Radix_Down (hosts per ToR)")

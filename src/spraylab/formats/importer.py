@@ -3,7 +3,8 @@
 The scenario refers to the files (``[topology] kind = "imported"``, ``[workload] kind =
 "flows"``) by paths relative to the scenario file, so the three can move together; building it
 here parses them all, so a file spraylab cannot read exactly is refused now, with its line and
-field, not at run time."""
+field, not at run time. What differs between simulators (a settings file, the notes on what does
+not carry over) is their module's, in :mod:`spraylab.formats.importers`."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def _last_start_ps(tool: str, flows: Path) -> int | None:
     from spraylab.workload.kinds.flows import parse_file
 
     try:
-        rows, _nodes = parse_file(flows, flows.read_bytes(), "htsim" if tool == "htsim" else "ns3")
+        rows, _nodes = parse_file(flows, flows.read_bytes(), tool)
     except (OSError, FormatError):
         return None
     return max((r.start_ps for r in rows), default=0)
@@ -56,23 +57,13 @@ def import_scenario(
     scenario, and notes on how the input maps onto spraylab: one per setting of the peer's
     run that does not carry over (formats.settings)."""
     from spraylab.config import RunSection
-    from spraylab.formats import settings
+    from spraylab.formats.importers import IMPORT_TOOLS, Imported
 
+    reader = IMPORT_TOOLS.get(tool)
     out_dir = (out.parent if out is not None else Path.cwd()).resolve()
     data: dict[str, Any] = {k: v for k, v in (base or {}).items()}
     notes: list[str] = []
-    mapped: dict[str, Any] = {}
-    hpcc = None
-    if config is not None:
-        if tool != "ns3":
-            raise ScenarioError([f"--config {config}: is HPCC's config.txt (import ns3); htsim has none"])
-        from spraylab.formats.rows import FormatError, read_bytes
-
-        try:
-            hpcc = settings.parse_hpcc_config(read_bytes(config).decode("utf-8", "replace"), config.name)
-            mapped = settings.hpcc_config_overrides(hpcc)
-        except FormatError as exc:
-            raise ScenarioError([f"--config {config}: {exc}"]) from None
+    read_config, mapped = reader.read_config(config) if config is not None else (None, {})
     if topology is not None:
         section: dict[str, Any] = {"kind": "imported", "format": tool, "file": _relative(topology, out_dir)}
         if ignore:
@@ -108,60 +99,8 @@ def import_scenario(
     with relative_to(out_dir):
         scenario = validate(data)
     transport = scenario.transport.model_dump(mode="json")
-    if hpcc is not None:
-        notes.extend(settings.hpcc_mapped_notes(hpcc, mapped))
-        notes.extend(settings.hpcc_config_notes(hpcc, transport))
-    elif tool == "ns3" and "transport" not in (base or {}):
-        notes.append(
-            "no HPCC config.txt (--config): its payload size, buffer, stop time and CC are not read; "
-            "spraylab's defaults follow"
-        )
-        notes.extend(settings.spraylab_transport_notes("HPCC", transport))
-    if tool == "htsim":
-        notes.extend(settings.htsim_notes(transport))
-    if tool == "htsim" and flows is not None:
-        from spraylab.formats.htsim import parse_cm
-
-        cm = parse_cm(flows.read_text(encoding="utf-8"), flows.name)
-        if "send_done" in cm.signals:
-            notes.append(
-                "send_done_trigger: spraylab starts dependent flows when the flow is received (its last byte "
-                "at the receiver), which is up to one ACK's trip earlier than htsim's sender-side completion"
-            )
-    if tool == "ns3" and topology is not None:
-        host_of = scenario.topology.host_of or {}
-        if any(node != host for node, host in host_of.items()):
-            notes.append(
-                "ns-3 node ids are not host ids here: spraylab numbers the hosts 0.. in node-id order "
-                f"(node {min(host_of)} is host 0); exports write node ids back"
-            )
-        notes.append("pg and dport of flow.txt are not modelled (spraylab has one data class)")
-    notes.extend(_unread_notes(tool, topology, flows))
+    notes.extend(reader.notes(Imported(scenario, transport, topology, flows, base, read_config, mapped)))
     return data, scenario, notes
-
-
-def _unread_notes(tool: str, topology: Path | None, flows: Path | None) -> list[str]:
-    """ns-3 reads only what the first line counts: say which lines it (and spraylab) skip."""
-    if tool != "ns3":
-        return []
-    from spraylab.formats import ns3
-
-    notes = []
-    for path, what in ((topology, "links"), (flows, "flows")):
-        if path is None:
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        if what == "links":
-            unread = ns3.parse_topology(text, path.name).unread_from
-        else:
-            unread = ns3.read_flows(text, path.name).unread_from
-        if unread is not None:
-            last = len(text.splitlines())
-            notes.append(
-                f"{path.name}: lines {unread}-{last} come after the {what} its first line counts; ns-3 does not "
-                "read them, nor does spraylab"
-            )
-    return notes
 
 
 def read_base(path: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from decimal import Decimal, InvalidOperation
 
 from spraylab.formats.rows import FlowRow, FormatError, check_rows, field_error, parse_int
 from spraylab.topology.fabric import Fabric
-from spraylab.units import UnitError, parse_rate_bps, parse_time_ps
+from spraylab.units import PS_PER_S, UnitError, parse_rate_bps, parse_time_ps
 
 
 def _lines(text: str) -> list[tuple[int, list[str]]]:
@@ -237,7 +237,7 @@ def read_flows(text: str, name: str) -> Ns3Flows:
                 where, "pg", pg,
                 f"differs from pg {first_pg} on {first_where}; spraylab has one data priority class",
             )  # fmt: skip
-        rows.append(FlowRow(len(rows), src, dst, size, int(start_s * 10**12), (), where))
+        rows.append(FlowRow(len(rows), src, dst, size, int(start_s * PS_PER_S), (), where))
     if len(rows) != count:
         raise FormatError(f"{name}: the first line says {count} flows, the file has {len(rows)}")
     rest = lines[1 + count :]

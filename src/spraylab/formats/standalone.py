@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from spraylab.net.framing import data_wire_bytes
 from spraylab.topology.fabric import Fabric
+from spraylab.units import PS_PER_NS
 
 
 @dataclass(frozen=True)
@@ -64,5 +65,5 @@ def message_wire_bytes(size_bytes: int, mtu_bytes: int) -> int:
 def standalone_fct_ns(path: PathInfo, size_bytes: int, mtu_bytes: int) -> int:
     """HPCC's formula (module doc), in integer nanoseconds."""
     tx_ns = sum(mtu_bytes * 8 * 10**9 // rate for rate in path.rates_bps)
-    base_rtt_ns = 2 * (path.delay_ps // 1000) + tx_ns
+    base_rtt_ns = 2 * (path.delay_ps // PS_PER_NS) + tx_ns
     return base_rtt_ns + message_wire_bytes(size_bytes, mtu_bytes) * 8 * 10**9 // min(path.rates_bps)

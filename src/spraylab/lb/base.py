@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from spraylab.registry import Registry
+
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
@@ -80,7 +82,10 @@ class LoadBalancer:
         return {}
 
 
-REGISTRY: dict[str, type[LoadBalancer]] = {}
+# Schemes by name: one module (or package) of spraylab.lb each, imported once on first use.
+REGISTRY: Registry[type[LoadBalancer]] = Registry("lb.scheme", "spraylab.lb", what="scheme")
+register = REGISTRY.register
+load_builtin_schemes = REGISTRY.load_builtins
 
 
 def is_builtin_hook(bound: Any, function: Any) -> bool:
@@ -90,30 +95,7 @@ def is_builtin_hook(bound: Any, function: Any) -> bool:
     return getattr(bound, "__func__", None) is function
 
 
-def register(cls: type[LoadBalancer]) -> type[LoadBalancer]:
-    if not cls.name:
-        raise ValueError(f"{cls.__name__} has no name")
-    REGISTRY[cls.name] = cls
-    return cls
-
-
 def make_lb(name: str, params: dict[str, Any] | None = None) -> LoadBalancer:
     """Build a registered scheme; raises ValueError naming the allowed schemes/params."""
-    load_builtin_schemes()
-    if name not in REGISTRY:
-        raise ValueError(f"lb.scheme = {name!r} is not a known scheme: allowed {', '.join(sorted(REGISTRY))}")
-    cls = REGISTRY[name]
+    cls = REGISTRY.get(name)
     return cls(cls.Params(**(params or {})))
-
-
-def load_builtin_schemes() -> None:
-    """Import every module of ``spraylab.lb`` once: each registers its scheme on import, so
-    adding a scheme is adding a file."""
-    import importlib
-    import pkgutil
-
-    import spraylab.lb as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name != "base":
-            importlib.import_module(f"spraylab.lb.{module.name}")

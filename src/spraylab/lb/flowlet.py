@@ -22,6 +22,7 @@ from pydantic import Field
 from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.net.packet import DATA
 from spraylab.net.switch import ecmp_select
+from spraylab.units import PS_PER_US
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
     from spraylab.net.port import Port
     from spraylab.net.routes import RouteGroup
     from spraylab.net.switch import Switch
-
-PS_PER_US = 1_000_000
 
 
 class FlowletParams(LbParams):

@@ -50,13 +50,12 @@ from pydantic import Field
 
 from spraylab.core._core import RepsFlow, RepsKernel  # compiled: core/sender_kernels.pxi
 from spraylab.lb.base import LbParams, LoadBalancer, is_builtin_hook, register
+from spraylab.units import PS_PER_US
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.net.packet import Packet
     from spraylab.transport.view import SenderView
-
-PS_PER_US = 1_000_000
 
 
 class RepsParams(LbParams):

@@ -45,6 +45,7 @@ from pydantic import Field
 from spraylab.lb.base import LbParams, LoadBalancer, register
 from spraylab.net.routes import hop_hash
 from spraylab.net.switch import Switch
+from spraylab.units import PS_PER_US
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
     from spraylab.net.port import Port
     from spraylab.net.routes import RouteGroup
 
-PS_PER_US = 1_000_000
 UNBOUNDED = 1 << 62  # the destination ToR delivers whatever reaches it
 
 

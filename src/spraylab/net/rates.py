@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-PS_PER_BIT_AT_1BPS = 1_000_000_000_000
+from spraylab.units import PS_PER_S
+
+PS_PER_BIT_AT_1BPS = PS_PER_S  # a bit at 1 bit/s takes 10^12 ps
 
 
 def ps_per_byte(rate_bps: int) -> float:

@@ -34,8 +34,6 @@ from spraylab.report.plots import (
 )
 from spraylab.report.statistics import (
     INTERVAL_RULE,
-    METRIC_KIND,
-    METRIC_LABEL,
     METRICS,
     Cell,
     CompareTable,
@@ -43,7 +41,6 @@ from spraylab.report.statistics import (
     compare_tables,
     estimate_text,
     format_estimate,
-    format_value,
     group_estimates,
     metric_value,
     reorder_series,
@@ -55,9 +52,9 @@ from spraylab.report.statistics import (
 )
 
 __all__ = [
-    "CSS", "DPI", "METRICS", "METRIC_KIND", "METRIC_LABEL", "Cell", "CompareTable", "Group", "Plot", "Report",
+    "CSS", "DPI", "METRICS", "Cell", "CompareTable", "Group", "Plot", "Report",
     "ReportError", "SweepData", "build_report", "cell_text", "column_label", "compare_tables", "format_estimate",
-    "format_value", "group_estimates", "html_table", "metric_value", "plot_bars", "plot_cdf", "plot_heatmap",
+    "group_estimates", "html_table", "metric_value", "plot_bars", "plot_cdf", "plot_heatmap",
     "reorder_series", "render_html", "resolve_baseline", "save_figure", "size_bucket_estimates",
     "slowdown_series", "sweep_data", "uplink_matrix", "FORMATS", "MIN_CI_N", "ci_error", "plot_percentiles", "plot_timeseries",
     "size_bucket_percentiles", "run_links", "VIEWS_DIR", "INTERVAL_RULE", "estimate_text",

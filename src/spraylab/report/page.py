@@ -10,11 +10,11 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
+from spraylab.metrics.catalog import label_of
 from spraylab.report.grouping import SweepData, sweep_data
 from spraylab.report.plots import plot_bars, plot_cdf, plot_heatmap, plot_percentiles, save_figure
 from spraylab.report.statistics import (
     INTERVAL_RULE,
-    METRIC_LABEL,
     CompareTable,
     compare_tables,
     estimate_text,
@@ -24,6 +24,7 @@ from spraylab.report.statistics import (
     slowdown_series,
     uplink_matrix,
 )
+from spraylab.units import BITS_PER_BYTE, PS_PER_US
 
 # --- the report ---------------------------------------------------------------------------
 
@@ -94,7 +95,9 @@ def build_report(
                 (
                     "cct",
                     "collective / workload completion time (mean ± 95% CI over seeds)",
-                    plot_bars(list(cct), {"CCT": list(cct.values())}, f"CCT{where}", "CCT (µs)", scale=1e6),
+                    plot_bars(
+                        list(cct), {"CCT": list(cct.values())}, f"CCT{where}", "CCT (µs)", scale=PS_PER_US
+                    ),
                 )
             )
         busbw = group_estimates(data, group, "busbw_bps")
@@ -108,7 +111,7 @@ def build_report(
                         {"busbw": list(busbw.values())},
                         f"busbw{where}",
                         "busbw (GB/s)",
-                        scale=8e9,  # bit/s to GB/s, as nccl-tests prints it
+                        scale=BITS_PER_BYTE * 1e9,  # bit/s to GB/s, as nccl-tests prints it
                     ),
                 )
             )
@@ -282,13 +285,13 @@ def html_table(table: CompareTable) -> str:
         for c in table.columns
     )
     rows = [f"<table><tr><th>metric</th>{head}</tr>"]
-    for key, kind, cells in table.rows:
+    for key, _unit, cells in table.rows:
         tds = []
         for c, cell in zip(table.columns, cells):
-            text = e(estimate_text(table, c, cell, kind))
+            text = e(estimate_text(table, c, cell, key))
             if c != table.baseline and cell.ratio is not None:
                 text += f' <span class="ratio">({cell.ratio:.2f}×)</span>'
             tds.append(f"<td{' class=base' if c == table.baseline else ''}>{text}</td>")
-        rows.append(f"<tr><td>{e(METRIC_LABEL.get(key, key))}</td>{''.join(tds)}</tr>")
+        rows.append(f"<tr><td>{e(label_of(key))}</td>{''.join(tds)}</tr>")
     rows.append("</table>")
     return "\n".join(rows)

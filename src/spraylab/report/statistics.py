@@ -3,38 +3,20 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from spraylab.metrics.catalog import CATALOG, REPORT_ROWS, lookup, unit_of
 from spraylab.metrics.result import SIZE_BUCKETS
 from spraylab.report.grouping import Group, ReportError, SweepData
 from spraylab.stats import MIN_CI_N, Estimate, mean_ci, shown_interval
-from spraylab.units import format_rate, format_time_label
+from spraylab.units import format_value
 
-# (summary key, row label, kind) — kind picks the formatting: time (ps), rate (bit/s), pct, float.
-METRICS: list[tuple[str, str, str]] = [
-    ("slowdown_mean", "FCT slowdown mean", "float"),
-    ("slowdown_p50", "FCT slowdown p50", "float"),
-    ("slowdown_p99", "FCT slowdown p99", "float"),
-    ("fct_mean_ps", "FCT mean", "time"),
-    ("fct_p99_ps", "FCT p99", "time"),
-    ("completion_ps", "completion time", "time"),
-    ("cct_mean_ps", "CCT (mean over groups)", "time"),
-    ("busbw_mean_bps", "busbw (mean over groups)", "GBps"),
-    ("goodput_bps", "goodput per receiver", "rate"),
-    ("retx_ratio", "retx ratio", "pct"),
-    ("spurious_retx_ratio", "spurious retx ratio", "pct"),
-    ("max_reorder", "max reorder (pkts)", "float"),
-    ("drops", "drops", "float"),
-    ("pfc_pauses", "PFC pauses", "float"),
-    ("uplink_imbalance_max", "uplink imbalance max", "float"),
-]
-METRIC_KIND = {key: kind for key, _, kind in METRICS}
-METRIC_LABEL = {key: label for key, label, _ in METRICS}
+# The default rows of a compare table: the catalog's report rows (spraylab.metrics.catalog).
+METRICS: tuple[str, ...] = REPORT_ROWS
 
 
 def metric_value(summary: dict[str, Any], key: str) -> float | None:
@@ -51,39 +33,30 @@ def metric_value(summary: dict[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def format_value(value: float | None, kind: str) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    if kind == "time":
-        return format_time_label(int(round(value)))
-    if kind == "rate":
-        return format_rate(float(value))
-    if kind == "GBps":  # bit/s shown in GB/s, as nccl-tests prints busbw
-        return f"{value / 8e9:.2f} GB/s"
-    if kind == "pct":
-        return f"{100 * value:.2f}%"
-    if abs(value) >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.3f}"
-
-
 # How a table states its intervals (the same rule as the plots'): CLI header and HTML page.
 INTERVAL_RULE = f"95% CI (Student t) from n = {MIN_CI_N} on, cut at zero"
 
 
-def format_estimate(est: Estimate, kind: str, nonnegative: bool = True) -> str:
+def format_estimate(est: Estimate, unit: str, nonnegative: bool = True, show: str | None = None) -> str:
     """``mean ± half-width``; ``mean [0, high]`` where the interval is cut at zero; the mean
-    alone under ``MIN_CI_N`` values (see :func:`spraylab.stats.shown_interval`)."""
+    alone under ``MIN_CI_N`` values (see :func:`spraylab.stats.shown_interval`). A mean of
+    counts is not a count: it is written as a plain number."""
     if est.mean is None:
         return "-"
-    text = format_value(est.mean, kind)
+    if unit == "count":
+        unit = "float"
+
+    def text_of(value: float) -> str:
+        return format_value(value, unit, show)
+
+    text = text_of(est.mean)
     interval = shown_interval(est, nonnegative)
     if interval is not None:
         low, high = interval
         if est.half_width is not None and low == est.mean - est.half_width:
-            text += f" ± {format_value(est.half_width, kind)}"
+            text += f" ± {text_of(est.half_width)}"
         else:
-            text += f" [{format_value(low, kind)}, {format_value(high, kind)}]"
+            text += f" [{text_of(low)}, {text_of(high)}]"
     return text
 
 
@@ -109,7 +82,7 @@ class CompareTable:
     baseline: str
     n: dict[str, int]  # completed runs per column
     failed: dict[str, int]  # failed, missing or corrupt runs per column
-    rows: list[tuple[str, str, list[Cell]]]  # (metric key, kind, one cell per column)
+    rows: list[tuple[str, str, list[Cell]]]  # (metric key, its unit, one cell per column)
     incomplete: dict[str, int] = field(default_factory=dict)  # runs stopped before their workload finished
 
     def note(self, column: str) -> str:
@@ -139,17 +112,15 @@ def compare_tables(
     base = resolve_baseline(data, baseline)
     summaries = {p.key: data.store.summary(p.key) for p in data.points if p.status == "done"}
     if metrics:
-        known = set(METRIC_KIND) | {k for s in summaries.values() for k in s}
+        known = set(CATALOG) | {k for s in summaries.values() for k in s}
         for key in metrics:
             if key not in known:
-                raise ReportError(
-                    f"--metrics {key!r}: unknown metric; e.g. {', '.join(k for k, _, _ in METRICS[:6])}"
-                )
-        wanted = [(k, METRIC_KIND.get(k, _guess_kind(k))) for k in metrics]
+                raise ReportError(f"--metrics {key!r}: unknown metric; e.g. {', '.join(METRICS[:6])}")
+        wanted = [(k, unit_of(k)) for k in metrics]
     else:
         wanted = [
-            (k, kind)
-            for k, _, kind in METRICS
+            (k, unit_of(k))
+            for k in METRICS
             if any(metric_value(s, k) is not None for s in summaries.values())
         ]
     tables = []
@@ -159,9 +130,11 @@ def compare_tables(
         for key, kind in wanted:
             values = {c: [metric_value(summaries[p.key], key) for p in done[c]] for c in data.columns}
             ests = {c: mean_ci(values[c]) for c in data.columns}
-            # every metric of METRICS is a count, time, rate or ratio; another key is taken as
-            # one that can be negative unless none of its values is
-            nonnegative = key in METRIC_KIND or all(v is None or v >= 0 for vs in values.values() for v in vs)
+            # every metric of the catalog is a count, time, rate or ratio; another key is taken
+            # as one that can be negative unless none of its values is
+            nonnegative = lookup(key) is not None or all(
+                v is None or v >= 0 for vs in values.values() for v in vs
+            )
             ref = ests[base].mean
             cells = [
                 Cell(ests[c], ests[c].mean / ref if ests[c].mean is not None and ref else None, nonnegative)
@@ -183,26 +156,19 @@ def compare_tables(
     return tables
 
 
-def _guess_kind(key: str) -> str:
-    if key.endswith("_ps") or "_ps[" in key:
-        return "time"
-    if key.endswith("_bps") or "_bps[" in key:
-        return "rate"
-    return "pct" if key.endswith("_ratio") else "float"
-
-
-def estimate_text(table: CompareTable, column: str, cell: Cell, kind: str) -> str:
-    """``mean ± CI`` (:func:`format_estimate`), with the cell's own n when some of its
-    column's runs lack the metric (the column header gives the column's n)."""
-    text = format_estimate(cell.estimate, kind, cell.nonnegative)
+def estimate_text(table: CompareTable, column: str, cell: Cell, key: str) -> str:
+    """``mean ± CI`` of metric ``key`` (:func:`format_estimate`), with the cell's own n when
+    some of its column's runs lack the metric (the column header gives the column's n)."""
+    entry = lookup(key)
+    text = format_estimate(cell.estimate, unit_of(key), cell.nonnegative, entry.show if entry else None)
     if cell.estimate.mean is not None and cell.estimate.n != table.n[column]:
         text += f" (n={cell.estimate.n})"
     return text
 
 
-def cell_text(table: CompareTable, column: str, cell: Cell, kind: str, sep: str = " ") -> str:
+def cell_text(table: CompareTable, column: str, cell: Cell, key: str, sep: str = " ") -> str:
     """``mean ± CI`` and, off the baseline column, ``(ratio×)`` after ``sep``."""
-    text = estimate_text(table, column, cell, kind)
+    text = estimate_text(table, column, cell, key)
     if column != table.baseline and cell.ratio is not None:
         text += f"{sep}({cell.ratio:.2f}×)"
     return text

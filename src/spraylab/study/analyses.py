@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from spraylab.registry import Registry
+
 
 @dataclass(frozen=True)
 class Analysis:
@@ -21,12 +23,12 @@ class Analysis:
     doc: str
 
 
-ANALYSES: dict[str, Analysis] = {}
+ANALYSES: Registry[Analysis] = Registry("analysis", what="analysis")
 
 
 def analysis(name: str, *params: str) -> Callable[[Callable[..., Any]], Any]:
     def register(fn: Callable[..., Any]) -> Any:
-        ANALYSES[name] = Analysis(name, params, fn, (fn.__doc__ or "").strip().split("\n")[0])
+        ANALYSES.register(Analysis(name, params, fn, (fn.__doc__ or "").strip().split("\n")[0]))
         return fn
 
     return register

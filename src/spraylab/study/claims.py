@@ -22,7 +22,8 @@ from typing import Any
 
 from spraylab.study.data import SWEEP_AXIS, Missing, PointData, StudyData, reduce
 from spraylab.study.definition import Claim
-from spraylab.study.metrics import Q, fmt, unit_of
+from spraylab.study.metrics import Q, unit_of
+from spraylab.units import format_page
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt,
@@ -51,7 +52,7 @@ def criterion(claim: Claim) -> str:
     lhs = f"{stat} {claim.metric}" + (f" of {claim.of.text()}" if claim.of.values else "")
     factor = "" if claim.factor == 1 else f"{claim.factor:g} x "
     if claim.value is not None:
-        rhs = fmt(claim.factor * claim.value, unit_of(claim.metric))
+        rhs = format_page(claim.factor * claim.value, unit_of(claim.metric))
     else:
         ref = claim.reference
         assert ref is not None
@@ -62,7 +63,7 @@ def criterion(claim: Claim) -> str:
         rstat = "" if claim.statistic == "each" or ref.of is None else f"{claim.statistic} "
         rhs = f"{factor}{rstat}{metric} of {where}"
     unit = unit_of(claim.metric)
-    tolerance = f"{claim.tolerance:g} ps" if unit == "ps" else fmt(claim.tolerance, unit)
+    tolerance = f"{claim.tolerance:g} ps" if unit == "ps" else format_page(claim.tolerance, unit)
     tol = f" (within {tolerance})" if claim.tolerance and claim.compare in ("==", "!=") else ""
     return f"{lhs} {claim.compare} {rhs}{tol}"
 
@@ -128,11 +129,11 @@ def _aggregate(claim: Claim, data: StudyData, points: list[PointData], unit: str
         if claim.factor == 1:
             ref_text = f"{rn}{ratio}"
         else:
-            ref_text = f" ({claim.factor:g} x {fmt(r, unit_of(metric))}{rn}{ratio})"
+            ref_text = f" ({claim.factor:g} x {format_page(r, unit_of(metric))}{rn}{ratio})"
     if a is None or b is None:
         return Verdict(claim, None, "no value", Q(a, unit), Q(b, unit))
     met = _holds(claim, a, b)
-    measured = f"{fmt(a, unit)}{n} vs {fmt(b, unit)}{ref_text}"
+    measured = f"{format_page(a, unit)}{n} vs {format_page(b, unit)}{ref_text}"
     return Verdict(claim, met, measured, Q(a, unit), Q(b, unit))
 
 
@@ -177,7 +178,7 @@ def _each(claim: Claim, data: StudyData, points: list[PointData], unit: str) -> 
     where = worst.label(skip=tuple(fixed)) or worst.sweep
     if len(data.study.sweeps) > 1 and len(claim.sweeps) > 1:
         where = f"{worst.sweep} {where}"
-    measured = f"{passed}/{len(bounds)} points hold; closest: {where}: {fmt(v, unit)} vs {fmt(b, unit)}"
+    measured = f"{passed}/{len(bounds)} points hold; closest: {where}: {format_page(v, unit)} vs {format_page(b, unit)}"
     return Verdict(claim, passed == len(bounds), measured, Q(v, unit), Q(b, unit))
 
 

@@ -90,7 +90,7 @@ def run(
 
     console, err_console = _console()
     if executor not in EXECUTORS:
-        raise UsageError(f"--executor {executor!r}: unknown executor; allowed: {', '.join(EXECUTORS)}")
+        raise UsageError(EXECUTORS.unknown(executor))
     if address and executor != "ray":
         raise UsageError("--address: only meaningful with --executor ray")
     study = Study.load(resolve_study(study_file), profile)

@@ -22,6 +22,7 @@ from typing import Any
 
 from spraylab.study.definition import Selector, Study, StudySweep
 from spraylab.study.metrics import METRICS, Q, unit_of
+from spraylab.units import PS_PER_BYTE_AT_1BPS
 
 SWEEP_AXIS = "sweep"  # every point's values also name its sweep
 
@@ -105,7 +106,7 @@ class PointData:
             if route_info is not None and net.qps:
                 qp = net.qps[0]
                 paths, rtt_ps = route_info(qp)
-                bdp_bytes = qp.line_rate_bps * rtt_ps / 8e12
+                bdp_bytes = qp.line_rate_bps * rtt_ps / PS_PER_BYTE_AT_1BPS
                 info.update(paths=paths, rtt_ps=rtt_ps, bdp_packets=bdp_bytes / data_wire_bytes(qp.mtu))
             self._cache["build"] = info
         return self._cache["build"]

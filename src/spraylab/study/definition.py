@@ -158,11 +158,11 @@ class Reference_:
     source: str
 
     def __str__(self) -> str:
-        from spraylab.study.metrics import fmt
+        from spraylab.units import format_page
 
         if self.low == self.high:
-            return f"{fmt(self.low, self.unit)} ({self.source})"
-        return f"{fmt(self.low, self.unit)} to {fmt(self.high, self.unit)} ({self.source})"
+            return f"{format_page(self.low, self.unit)} ({self.source})"
+        return f"{format_page(self.low, self.unit)} to {format_page(self.high, self.unit)} ({self.source})"
 
 
 @dataclass
@@ -670,14 +670,14 @@ _OPEN_FAMILIES = ("lb.", "fluid.", "l0.", "drops_")
 
 def _check_metric(here: str, key: str, text: str, items: list[StudySweep]) -> None:
     """Every operand of a claim's metric (a name, or names joined by + - * /) is a summary key
-    (:data:`spraylab.docgen.SUMMARY_KEY_DOCS`) or a registered metric (``study.metrics``). Claims
+    (:mod:`spraylab.metrics.catalog`) or a registered metric (``study.metrics``). Claims
     on analysis sweeps read the analysis' own keys, known only when it has run: not checked."""
     if any(s.sweep is None for s in items):
         return
-    from spraylab.docgen import SUMMARY_KEY_DOCS
+    from spraylab.metrics.catalog import CATALOG
     from spraylab.study.metrics import METRICS
 
-    known = {k.partition("[")[0] for k in SUMMARY_KEY_DOCS} | set(METRICS)
+    known = {k.partition("[")[0] for k in CATALOG} | set(METRICS)
     for name in text.split()[::2]:  # the operands; the operators are checked when evaluated
         base = name.partition("[")[0]
         if base in known or name.startswith(_OPEN_FAMILIES):

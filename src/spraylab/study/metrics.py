@@ -9,29 +9,28 @@ A metric name is one of:
   (``incast_bound_ps``, ``rails_t_star_ps[dispatch]``); ``name[arg]`` passes ``arg``;
 * ``A / B``: the ratio of two metrics of the same point.
 
-Units follow the name (``_ps`` time, ``_bps`` rate, ``_bytes`` size, ``_ratio`` and ``_fraction``
-a share), as everywhere in spraylab; a :class:`Q` carries the value with its unit and prints it.
+A summary key's unit and label are the metric catalog's (:mod:`spraylab.metrics.catalog`); a
+registered metric states its own. A :class:`Q` carries the value with its unit and prints it as
+pages do (:func:`spraylab.units.format_page`).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from spraylab.metrics import catalog
 from spraylab.net.drops import DROP_CAUSES, PORT_CAUSES
-
-US = 1_000_000  # ps
-
+from spraylab.registry import Registry
+from spraylab.units import PS_PER_BYTE_AT_1BPS, PS_PER_S, format_page
 
 # --- quantities ---------------------------------------------------------------------------------
 
 
-NAME_UNITS = {"p_value": "p", "chi_square": "float", "jain": "float"}
-
-
 def unit_of(metric: str) -> str:
+    """The unit of a metric: a registered metric's own, else the catalog's (a summary key or an
+    analysis output, :mod:`spraylab.metrics.catalog`); ``A / B`` of one unit is a ratio (x)."""
     tokens = metric.split()
     if len(tokens) > 1:
         return (
@@ -40,16 +39,9 @@ def unit_of(metric: str) -> str:
             else unit_of(tokens[0])
         )
     name = metric.split("[")[0]
-    if name in NAME_UNITS:
-        return NAME_UNITS[name]
     if name in METRICS:
         return METRICS[name].unit
-    for suffix, unit in (("_ps", "ps"), ("_bps", "bps"), ("_bytes", "bytes"), ("_ratio", "pct")):
-        if name.endswith(suffix):
-            return unit
-    if name.startswith(("slowdown", "uplink_imbalance")):
-        return "float"
-    return "count"
+    return catalog.unit_of(metric)
 
 
 @dataclass(frozen=True)
@@ -61,7 +53,7 @@ class Q:
     digits: int | None = None  # override the unit's default precision
 
     def __str__(self) -> str:
-        return fmt(self.value, self.unit, self.digits)
+        return format_page(self.value, self.unit, self.digits)
 
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
@@ -115,61 +107,27 @@ class Q:
         return Q(self.value, unit, digits)
 
 
-def fmt(value: float | None, unit: str, digits: int | None = None) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    v = float(value)
-    if unit == "ps":
-        us = v / US
-        if digits is not None:
-            return f"{us:,.{digits}f} us"
-        return f"{us:,.0f} us" if abs(us) >= 1000 else f"{us:.1f} us"
-    if unit == "bps":
-        return f"{v / 1e9:.{0 if digits is None else digits}f} Gb/s"
-    if unit == "bytes":
-        for name, div in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-            if abs(v) >= div:
-                text = f"{v / div:.{2 if digits is None else digits}f}"
-                if digits is None and "." in text:
-                    text = text.rstrip("0").rstrip(".")
-                return f"{text} {name}"
-        return f"{v:.0f} B"
-    if unit == "pct":
-        return f"{100 * v:.{1 if digits is None else digits}f}%"
-    if unit == "change":  # a signed relative change
-        return f"{100 * v:+.{0 if digits is None else digits}f}%"
-    if unit == "x":
-        return f"{v:.{2 if digits is None else digits}f}x"
-    if unit == "count":
-        if digits is None and float(v).is_integer():
-            return f"{int(v):,}"
-        return f"{v:,.{1 if digits is None else digits}f}"
-    if unit == "float":
-        return f"{v:.{2 if digits is None else digits}f}"
-    if unit == "flops":
-        return f"{v / 1e12:,.{0 if digits is None else digits}f} TFLOP/s"
-    if unit == "p":  # a p-value
-        return f"{v:.{3 if digits is None else digits}g}"
-    return str(value)
-
-
 # --- registered metrics -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Metric:
     name: str
-    unit: str
+    unit: str  # a key of spraylab.units.UNITS
     compute: Callable[[Any, str | None], float | None]  # (point, arg) -> value
     doc: str
+    label: str | None = None  # a page's column header (None: the name)
 
 
-METRICS: dict[str, Metric] = {}
+# Registered metrics by name (this module's functions below).
+METRICS: Registry[Metric] = Registry("metric", what="metric")
 
 
-def metric(name: str, unit: str) -> Callable[[Callable[[Any, str | None], float | None]], Any]:
+def metric(
+    name: str, unit: str, label: str | None = None
+) -> Callable[[Callable[[Any, str | None], float | None]], Any]:
     def register(fn: Callable[[Any, str | None], float | None]) -> Any:
-        METRICS[name] = Metric(name, unit, fn, (fn.__doc__ or "").strip().split("\n")[0])
+        METRICS.register(Metric(name, unit, fn, (fn.__doc__ or "").strip().split("\n")[0], label))
         return fn
 
     return register
@@ -178,7 +136,7 @@ def metric(name: str, unit: str) -> Callable[[Callable[[Any, str | None], float 
 # Derived from the stored tables ---------------------------------------------------------------
 
 
-@metric("reorder_over_bound", "count")
+@metric("reorder_over_bound", "count", "max reorder - B")
 def _reorder_over_bound(point: Any, arg: str | None) -> float | None:
     """Max over flows with a PSN window (DFS's B) of max reorder - B: < 0 when every flow kept its bound."""
     flows = point.result().flows
@@ -192,7 +150,7 @@ def _wall(point: Any, arg: str | None) -> float | None:
     return float(point.timing().get("wall_s", 0.0))
 
 
-@metric("psn_window_min", "count")
+@metric("psn_window_min", "count", "B (min)")
 def _psn_min(point: Any, arg: str | None) -> float | None:
     """Smallest PSN window (DFS's B) of a bounded flow."""
     flows = point.result().flows
@@ -200,7 +158,7 @@ def _psn_min(point: Any, arg: str | None) -> float | None:
     return None if bounded.empty else float(bounded["psn_window"].min())
 
 
-@metric("psn_window_max", "count")
+@metric("psn_window_max", "count", "B (max)")
 def _psn_max(point: Any, arg: str | None) -> float | None:
     """Largest PSN window (DFS's B) of a bounded flow."""
     flows = point.result().flows
@@ -208,7 +166,7 @@ def _psn_max(point: Any, arg: str | None) -> float | None:
     return None if bounded.empty else float(bounded["psn_window"].max())
 
 
-@metric("event_link_drops", "count")
+@metric("event_link_drops", "count", "link drops")
 def _event_link_drops(point: Any, arg: str | None) -> float | None:
     """Packets dropped on the link of the scenario's first topology event (both directions).
 
@@ -246,7 +204,7 @@ def _busy_fraction(point: Any, arg: str | None) -> float | None:
     if not completion:
         return None
     wire = sum(_wire_bytes(int(z), sc.transport.mtu) for z in flows["size_bytes"])
-    return wire * 8e12 / sc.topology.host_rate / completion
+    return wire * PS_PER_BYTE_AT_1BPS / sc.topology.host_rate / completion
 
 
 @metric("uncounted_drops", "count")
@@ -275,7 +233,7 @@ def _jain(point: Any, arg: str | None) -> float | None:
     return float(jain_index((flows["size_bytes"] / flows["fct_ps"]).tolist()))
 
 
-@metric("receiver_max_queue_bytes", "bytes")
+@metric("receiver_max_queue_bytes", "bytes", "bottleneck queue, max")
 def _receiver_queue(point: Any, arg: str | None) -> float | None:
     """The largest queue on a link into the workload's receiver host (an incast's bottleneck)."""
     sc = point.scenario()
@@ -295,7 +253,7 @@ def _incast_bound(point: Any, arg: str | None) -> float | None:
     """No schedule moves N flows of S bytes through one link of capacity C before N x S / C."""
     sc = point.scenario()
     w = sc.workload[0]
-    return w.senders * w.size * 8e12 / sc.topology.host_rate
+    return w.senders * w.size * PS_PER_BYTE_AT_1BPS / sc.topology.host_rate
 
 
 @metric("single_flow_fct_ps", "ps")
@@ -310,7 +268,7 @@ def _single_flow_fct(point: Any, arg: str | None) -> float | None:
     if hops is None:
         return None
     delay = sc.topology.link_delay
-    ps_per_byte = 8e12 / sc.topology.host_rate
+    ps_per_byte = PS_PER_BYTE_AT_1BPS / sc.topology.host_rate
     wire = _wire_bytes(w.size, sc.transport.mtu)
     first = data_wire_bytes(min(w.size, sc.transport.mtu))
     return hops * (delay + first * ps_per_byte) + (wire - first) * ps_per_byte
@@ -332,7 +290,7 @@ def _ring_allreduce(point: Any, arg: str | None) -> float | None:
     n, mtu = w.hosts, sc.transport.mtu
     part = w.size // n
     packets = max(1, -(-part // mtu))
-    ps_per_byte = 8e12 / sc.topology.host_rate
+    ps_per_byte = PS_PER_BYTE_AT_1BPS / sc.topology.host_rate
     first = data_wire_bytes(min(part, mtu))
     step = (
         2 * (sc.topology.link_delay + first * ps_per_byte)
@@ -348,7 +306,7 @@ def _alltoall_line_rate(point: Any, arg: str | None) -> float | None:
     sc = point.scenario()
     w = sc.workload[0]
     n = point.build_info()["hosts"]
-    return (n - 1) * w.size * 8e12 / sc.topology.host_rate
+    return (n - 1) * w.size * PS_PER_BYTE_AT_1BPS / sc.topology.host_rate
 
 
 @metric("dfs_bdp_packets", "count")
@@ -399,7 +357,7 @@ def _phase_matrix(point: Any, phase: str | None) -> Any:
     raise ValueError(f"no phase {phase!r} in this workload")
 
 
-@metric("rails_t_star_ps", "ps")
+@metric("rails_t_star_ps", "ps", "T*")
 def _t_star(point: Any, arg: str | None) -> float | None:
     """T*: max(busiest server's send, receive wire bytes) over its N rail NICs (``[phase]``)."""
     from spraylab.rails.planner import plan_rails
@@ -409,7 +367,7 @@ def _t_star(point: Any, arg: str | None) -> float | None:
     return float(plan.t_star_ps(sc.topology.nic_rate))
 
 
-@metric("rails_nic_bound_ps", "ps")
+@metric("rails_nic_bound_ps", "ps", "NIC bound")
 def _nic_bound(point: Any, arg: str | None) -> float | None:
     """The busiest NIC's wire bytes / NIC rate under the point's strategy (for rails: its plan)."""
     from spraylab.rails.planner import plan_rails, rail_loads_for_strategy, wire_bytes
@@ -424,7 +382,7 @@ def _nic_bound(point: Any, arg: str | None) -> float | None:
     return float(-(-wire_bytes(loads.max_load_bytes) * 8 * 10**12 // sc.topology.nic_rate))
 
 
-@metric("rails_chunks_per_server", "count")
+@metric("rails_chunks_per_server", "count", "chunks per server")
 def _chunks(point: Any, arg: str | None) -> float | None:
     """Chunks the RailS plan sends from the busiest server (``[phase]``)."""
     from spraylab.rails.planner import plan_rails
@@ -437,7 +395,7 @@ def _chunks(point: Any, arg: str | None) -> float | None:
     )
 
 
-@metric("nvlink_port_time_ps", "ps")
+@metric("nvlink_port_time_ps", "ps", "busiest NVLink port")
 def _nvlink_port(point: Any, arg: str | None) -> float | None:
     """The busiest NVLink port's bytes (sent or received by one GPU) / NVLink rate, in ``[phase]``."""
     sc = point.scenario()
@@ -448,7 +406,7 @@ def _nvlink_port(point: Any, arg: str | None) -> float | None:
     if part.empty:
         return 0.0
     top = max(part.groupby("src")["size_bytes"].sum().max(), part.groupby("dst")["size_bytes"].sum().max())
-    return float(top) * 8e12 / sc.topology.nvlink_rate
+    return float(top) * PS_PER_BYTE_AT_1BPS / sc.topology.nvlink_rate
 
 
 # Compute model of the Mixtral iteration (stated, not simulated): an H100-class GPU at an
@@ -485,12 +443,12 @@ def _compute_ps(point: Any, hot: bool) -> tuple[float, float]:
     hidden = MOE_PRESETS[w.model].hidden
     pairs = _pairs(point)
     n_pairs = float(pairs.max() if hot else pairs.mean())
-    expert = n_pairs * 2 * 3 * hidden * model["ffn"] / COMPUTE["gpu_flops"] * 1e12
+    expert = n_pairs * 2 * 3 * hidden * model["ffn"] / COMPUTE["gpu_flops"] * PS_PER_S
     other = (
         w.tokens_per_gpu
         * (2 * model["attn_params"] + 4 * COMPUTE["sequence"] * hidden)
         / COMPUTE["gpu_flops"]
-        * 1e12
+        * PS_PER_S
     )
     return expert, other
 
@@ -501,19 +459,19 @@ def _hot(arg: str | None) -> bool:
     return arg == "hot"
 
 
-@metric("expert_compute_ps", "ps")
+@metric("expert_compute_ps", "ps", "expert compute")
 def _expert(point: Any, arg: str | None) -> float | None:
     """Forward expert compute per layer: ``[balanced]`` (mean GPU) or ``[hot]`` (busiest GPU)."""
     return _compute_ps(point, _hot(arg))[0]
 
 
-@metric("other_compute_ps", "ps")
+@metric("other_compute_ps", "ps", "other compute")
 def _other(point: Any, arg: str | None) -> float | None:
     """Forward non-expert compute per layer and GPU (attention projections and scores)."""
     return _compute_ps(point, False)[1]
 
 
-@metric("iteration_ps", "ps")
+@metric("iteration_ps", "ps", "iteration")
 def _iteration(point: Any, arg: str | None) -> float | None:
     """Training iteration: layers x (2 x (dispatch + combine) + 3 x (expert + other compute))."""
     from spraylab.workload import moe
@@ -526,7 +484,7 @@ def _iteration(point: Any, arg: str | None) -> float | None:
     return float(moe.iteration_time_ps(MOE_PRESETS[w.model], 2 * d, 2 * c, int(3 * expert), int(3 * other)))
 
 
-@metric("alltoall_share", "pct")
+@metric("alltoall_share", "pct", "all-to-all share")
 def _a2a_share(point: Any, arg: str | None) -> float | None:
     """Share of the layer time spent in all-to-all under the iteration model."""
     w = point.scenario().workload[0]

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from spraylab.config_types import Section, TimePs
-from spraylab.registry import KindRegistry
+from spraylab.kind_registry import KindRegistry
+from spraylab.net.link_events import action_names
 from spraylab.topology.fabric import Fabric
 
 
@@ -27,7 +28,7 @@ class LinkEvent(Section):
 
     at: TimePs = 0
     link: tuple[str, str]
-    action: Literal["down", "degrade", "loss"]
+    action: Literal[action_names()]  # type: ignore[valid-type]  # the registered link-event actions
     rate_fraction: float = Field(default=1.0, gt=0, le=1)
     loss_rate: float = Field(default=0.0, ge=0, lt=1)
     convergence: TimePs = 0

@@ -10,6 +10,7 @@ from pydantic import Field, field_validator
 from spraylab.config_types import RateBps, TimePs
 from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
+from spraylab.units import PS_PER_US
 
 
 @register
@@ -19,7 +20,7 @@ class FatTreeTopology(TopologySection):
     kind: Literal["fat_tree"] = "fat_tree"
     k: int = Field(default=8, ge=2)
     rate: RateBps = 100_000_000_000
-    link_delay: TimePs = 1_000_000
+    link_delay: TimePs = PS_PER_US  # 1 us
     events: list[LinkEvent] = []
 
     @field_validator("k")

@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 from spraylab.config_types import RateBps, TimePs
 from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
+from spraylab.units import PS_PER_US
 
 
 @register
@@ -23,7 +24,7 @@ class LeafSpineTopology(TopologySection):
     host_rate: RateBps = 400_000_000_000
     uplink_rate: RateBps | None = None
     links_per_spine: int = Field(default=1, ge=1)
-    link_delay: TimePs = 1_000_000
+    link_delay: TimePs = PS_PER_US  # 1 us
     events: list[LinkEvent] = []
 
     @model_validator(mode="after")

@@ -10,6 +10,7 @@ from pydantic import Field
 from spraylab.config_types import RateBps, TimePs
 from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
+from spraylab.units import PS_PER_US
 
 
 @register
@@ -23,7 +24,7 @@ class RailTopology(TopologySection):
     nic_rate: RateBps = 400_000_000_000
     spine_rate: RateBps | None = None
     nvlink_rate: RateBps = 3_600_000_000_000
-    link_delay: TimePs = 1_000_000
+    link_delay: TimePs = PS_PER_US  # 1 us
     nvlink_delay: TimePs = 250_000
     events: list[LinkEvent] = []
 

@@ -1,56 +1,16 @@
-"""Name -> class registries for the transport's pluggable parts (recovery modes, congestion
-controls), shaped like the load-balancer registry: a part is one module of its package with a
-``@register``ed class, and the registry imports every module of the package once, so adding a
-part is adding a file."""
+"""The transport's pluggable parts (recovery modes, congestion controls) are picked by name from
+:class:`spraylab.registry.Registry` instances (``RECOVERIES``, ``CONGESTION_CONTROLS``): a part is
+one module of its package with a ``@register``ed class, and the registry imports every module of
+the package once, so adding a part is adding a file. ``Registry`` is importable from here as
+before; this module keeps the transport's own helpers."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-T = TypeVar("T")
+from spraylab.registry import Registry
 
-
-class Registry(Generic[T]):
-    """Classes by their ``name`` attribute. ``key`` is the scenario key that selects one (for
-    error messages); ``package`` is the package whose modules register the built-in ones."""
-
-    def __init__(self, key: str, package: str) -> None:
-        self.key = key
-        self.package = package
-        self.classes: dict[str, type[T]] = {}
-        self._loaded = False
-
-    def register(self, cls: type[T]) -> type[T]:
-        name = getattr(cls, "name", "")
-        if not name:
-            raise ValueError(f"{cls.__name__} has no name")
-        self.classes[name] = cls
-        return cls
-
-    def load_builtins(self) -> None:
-        """Import every module of the package but ``base`` (once: a part registered at run
-        time from elsewhere is kept as well)."""
-        if self._loaded:
-            return
-        self._loaded = True
-        package: Any = importlib.import_module(self.package)
-        for module in pkgutil.iter_modules(package.__path__):
-            if module.name != "base":
-                importlib.import_module(f"{self.package}.{module.name}")
-
-    def names(self) -> list[str]:
-        self.load_builtins()
-        return sorted(self.classes)
-
-    def get(self, name: str) -> type[T]:
-        """The class registered as ``name``; ValueError naming the allowed ones otherwise."""
-        self.load_builtins()
-        cls = self.classes.get(name)
-        if cls is None:
-            raise ValueError(f"{self.key} = {name!r}: allowed {', '.join(self.names())}")
-        return cls
+__all__ = ["Registry", "cc_modes", "optional_hook", "recovery_modes"]
 
 
 def optional_hook(obj: object, name: str, base: type) -> Any:

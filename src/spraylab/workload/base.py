@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from spraylab.config_types import Section
-from spraylab.registry import KindRegistry
+from spraylab.kind_registry import KindRegistry
 from spraylab.units import format_time
 from spraylab.workload.flows import FlowSpec
 

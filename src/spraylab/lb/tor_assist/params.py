@@ -7,9 +7,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 from spraylab.lb.base import LbParams
-from spraylab.units import parse_time_ps
+from spraylab.units import PS_PER_US, parse_time_ps
 
-PS_PER_US = 1_000_000
 HOLD_CAP_PS = 100 * PS_PER_US
 HOLD_FLOOR_PS = 1 * PS_PER_US
 NO_LIMIT = 1 << 62

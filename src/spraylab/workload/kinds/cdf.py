@@ -10,6 +10,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from spraylab.config_types import PositiveTimePs, TimePs, one_of
+from spraylab.units import PS_PER_S
 from spraylab.workload.base import FlowContext, Flows, WorkloadSection, WorkloadSize, one_group, register
 from spraylab.workload.cdf import FlowSizeCdf, poisson_flows
 
@@ -43,7 +44,7 @@ class CdfWorkload(WorkloadSection):
     def estimate_size(self, n_hosts: int, host_rate_bps: int) -> WorkloadSize:
         mean_bytes = _mean_bytes(self.cdf)
         # Poisson arrivals: aggregate rate = load x capacity / mean size (workload.cdf.poisson_flows).
-        flows = math.ceil(self.load * host_rate_bps * n_hosts / (8 * mean_bytes) * self.duration / 1e12)
+        flows = math.ceil(self.load * host_rate_bps * n_hosts / (8 * mean_bytes) * self.duration / PS_PER_S)
         return WorkloadSize(flows, math.ceil(flows * mean_bytes))
 
 
