@@ -38,6 +38,12 @@ class IncastOutcome:
     drops: int
     max_queue_bytes: int
     mean_queue_bytes: float  # sampled every microsecond
+    # Steady state: from half the time the first flow took to finish until it finished (every
+    # flow sending, the start-up transient over): the bottleneck's transmitted bytes (every
+    # frame) over its capacity, and its queue sampled every microsecond.
+    steady_utilization: float
+    steady_mean_queue_bytes: float
+    steady_max_queue_bytes: int
 
 
 def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) -> IncastOutcome:
@@ -61,9 +67,11 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     receiver = net.hosts[0]
     (bottleneck,) = [p for p in net.ports if p.peer_owner is receiver]
     samples: list[int] = []
+    sent: list[int] = []  # the bottleneck's tx_bytes at every sample
 
     def sample(_: object) -> None:
         samples.append(bottleneck.queue_bytes())
+        sent.append(bottleneck.tx_bytes)
         if not net.all_done:
             sim.after(US, sample)
 
@@ -73,6 +81,10 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     flows = result.flows
     start = int(flows.start_ps.min())
     cct = int((flows.start_ps + flows.fct_ps).max()) - start
+    # samples are taken at start + k us (the flows start at 0)
+    first_done_us = int((flows.start_ps + flows.fct_ps).min() - start) // US
+    lo, hi = first_done_us // 2, max(first_done_us // 2 + 1, first_done_us)
+    steady = samples[lo:hi]
     return IncastOutcome(
         cct_ps=cct,
         bound_ps=n * size_bytes * 8 * 1e12 / bottleneck.rate_bps,
@@ -85,6 +97,9 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
         drops=int(result.summary["drops_total"]),
         max_queue_bytes=bottleneck.max_queue_bytes,
         mean_queue_bytes=sum(samples) / len(samples),
+        steady_utilization=(sent[hi] - sent[lo]) * 8 * 1e12 / bottleneck.rate_bps / ((hi - lo) * US),
+        steady_mean_queue_bytes=sum(steady) / len(steady),
+        steady_max_queue_bytes=max(steady),
     )
 
 
