@@ -51,7 +51,7 @@ from spraylab.topology.leaf_spine import LeafSpineTopology
 from spraylab.topology.rail import RailTopology
 from spraylab.transport.cc.hpcc import HPCC_SECTION_FIELD, HpccSection
 from spraylab.transport.params import DcqcnParams, TransportParams
-from spraylab.transport.registry import cc_modes, recovery_modes
+from spraylab.transport.registry import cc_modes, fluid_refused_cc, recovery_modes
 from spraylab.workload.base import WORKLOADS, WorkloadSection
 from spraylab.workload.kinds.all_to_all import AllToAllWorkload
 from spraylab.workload.kinds.cdf import CdfWorkload
@@ -436,6 +436,10 @@ class Scenario(Section):
                 f"run.max_events = {self.run.max_events}: run.engine = {engine!r} computes its bound "
                 "without events; use 0 (no budget) or run.engine = 'fluid' or 'packet'"
             )
+        if engine != "packet":
+            refused = fluid_refused_cc(self.transport.cc)
+            if refused:
+                raise ValueError(refused)
 
     # --- construction helpers -----------------------------------------------------------
     @classmethod

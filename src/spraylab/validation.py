@@ -18,6 +18,7 @@ from spraylab.config import validate
 from spraylab.experiment import build
 from spraylab.metrics.maxmin import jain_index
 from spraylab.net.framing import data_wire_bytes
+from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 
 US = 1_000_000
 
@@ -44,6 +45,9 @@ class IncastOutcome:
     steady_utilization: float
     steady_mean_queue_bytes: float
     steady_max_queue_bytes: int
+    # one base RTT at the bottleneck's rate, the RTT the fabric's largest (a full frame out, its
+    # ACK back, queues empty): HPCC's W_init
+    bdp_bytes: float
 
 
 def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) -> IncastOutcome:
@@ -100,7 +104,42 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
         steady_utilization=(sent[hi] - sent[lo]) * 8 * 1e12 / bottleneck.rate_bps / ((hi - lo) * US),
         steady_mean_queue_bytes=sum(steady) / len(steady),
         steady_max_queue_bytes=max(steady),
+        bdp_bytes=fabric_base_rtt_ps(net, simulation.scenario.transport.mtu) * bottleneck.rate_bps / 8e12,
     )
+
+
+# HPCC's bottleneck cases (tests/test_hpcc.py, the validation study's ``cc_bottleneck``):
+# (senders, bytes each, topology keys over incast()'s 2 x 16-host leaf-spine).
+BOTTLENECK_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
+    # 16:1 incast: senders on the receiver's leaf and across the spine (two base RTTs)
+    "incast_16": (16, 8_000_000, {}),
+    # 16:1 incast with every sender across the spine (one base RTT)
+    "incast_16_one_rtt": (16, 8_000_000, {"leaves": 17, "hosts_per_leaf": 1}),
+    # two long flows sharing the receiver's link
+    "long_flows": (2, 64_000_000, {}),
+}
+
+
+def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
+    """One of :data:`BOTTLENECK_CASES` under congestion control ``cc``: the steady state
+    (utilization, queue) and the whole run (completion, queue, fairness, drops) at the
+    bottleneck, with the bounds a line-rate start implies: one BDP, and (N - 1) BDPs (the
+    first round trip of N senders at line rate, less the BDP the link carries)."""
+    senders, size, topology = BOTTLENECK_CASES[case]
+    out = incast(senders, size, lossless, transport={"cc": cc}, topology=topology)
+    return {
+        "completion_over_bound": out.cct_ps / out.bound_ps,
+        "busy_fraction": out.busy_fraction,
+        "steady_utilization": out.steady_utilization,
+        "steady_mean_queue_bytes": out.steady_mean_queue_bytes,
+        "steady_max_queue_bytes": float(out.steady_max_queue_bytes),
+        "max_queue_bytes": float(out.max_queue_bytes),
+        "mean_queue_bytes": out.mean_queue_bytes,
+        "jain": out.jain,
+        "drops": float(out.drops),
+        "bdp_bytes": out.bdp_bytes,
+        "burst_bound_bytes": (senders - 1) * out.bdp_bytes,
+    }
 
 
 def _wire_bytes(size_bytes: int, mtu: int = 4096) -> int:

@@ -9,7 +9,9 @@
 # In-band telemetry (HPCC): a port with ``int_port_id >= 0`` (switch ports of a network whose
 # congestion control reads INT, ``spraylab.net.telemetry``) stamps every data packet that leaves
 # it as the HPCC ns-3 switch does at dequeue: its queue in bytes behind the packet when the
-# packet starts transmission, the bytes the port transmitted before it, that start time and the
+# packet starts transmission (the data that arrived before that instant: what arrives in the
+# same picosecond counts as behind it on neither port model, so the event order within one
+# instant decides nothing), the bytes the port transmitted before it, that start time and the
 # port's rate. A lossless port dequeues for real and stamps there. A lossy port knows the start
 # time and the bytes before the packet at enqueue (FIFO: everything accepted before it has left
 # by then); the queue behind it is only known once its start has passed, so it is filled in
@@ -295,6 +297,9 @@ cdef class PfcPort(Port):
 
     cdef public object data_queue, ctrl_queue  # collections.deque of Packet
     cdef public int64_t queued_bytes, paused_since
+    # INT: the data bytes queued at the instant ``int_arrival_ps`` (not behind a packet that
+    # starts in that same instant)
+    cdef int64_t int_arrival_ps, int_arrival_bytes
     cdef public bint transmitting
 
     def __init__(self, *args, **kwargs) -> None:
@@ -304,6 +309,8 @@ cdef class PfcPort(Port):
         self.queued_bytes = 0
         self.transmitting = False
         self.paused_since = 0
+        self.int_arrival_ps = -1
+        self.int_arrival_bytes = 0
 
     cpdef int64_t queue_bytes(self):
         return self.queued_bytes
@@ -314,6 +321,11 @@ cdef class PfcPort(Port):
             pkt.ecn = True
             self.ecn_marks += 1
         pkt.via = self
+        if self.int_port_id >= 0:
+            if self.int_arrival_ps != self.sim.now:
+                self.int_arrival_ps = self.sim.now
+                self.int_arrival_bytes = 0
+            self.int_arrival_bytes += pkt.size
         self.data_queue.append(pkt)
         backlog += pkt.size
         self.queued_bytes = backlog
@@ -331,6 +343,7 @@ cdef class PfcPort(Port):
     cdef int _start_next(self) except -1:
         cdef Packet pkt
         cdef IngressCounter ingress
+        cdef int64_t behind
         if self.ctrl_queue:
             pkt = self.ctrl_queue.popleft()
         elif self.data_queue and not self.paused:
@@ -344,7 +357,13 @@ cdef class PfcPort(Port):
                 pkt.ingress = None
                 ingress.release(pkt.size)
             if self.int_port_id >= 0:
-                self._int_stamp(pkt, self.sim.now, self.queued_bytes)
+                # FIFO: what arrived in this instant is all behind ``pkt`` (with ``pkt`` itself
+                # when it arrived now too, to an empty queue: nothing is behind it, as on a
+                # lossy port)
+                behind = self.queued_bytes
+                if self.int_arrival_ps == self.sim.now:
+                    behind = max(0, behind - self.int_arrival_bytes)
+                self._int_stamp(pkt, self.sim.now, behind)
         else:
             self.transmitting = False
             return 0

@@ -36,6 +36,9 @@ class CongestionControl:
     # Switches stamp in-band telemetry into data packets and ACKs echo it (``pkt.int_record``,
     # spraylab.net.telemetry): set by a control that reads it (HPCC); off, it costs nothing.
     uses_int: ClassVar[bool] = False
+    # The fluid engines (run.engine != "packet") may stand in for it: they run every flow at
+    # its converged max-min rate (docs/fluid.md). False refuses the scenario, with one line.
+    fluid_engine: ClassVar[bool] = True
 
     __slots__ = ()
 

@@ -128,6 +128,9 @@ class Hpcc(CongestionControl):
     name = "hpcc"
     summary = "HPCC: window and rate from switch in-band telemetry (eta, maxStage, W_AI)"
     uses_int = True
+    # It holds every link at eta of its capacity (5% below the max-min rates the fluid engines
+    # give), and its start-up burst and queue are outside their model.
+    fluid_engine = False
     params_section: ClassVar[str] = "hpcc"
 
     __slots__ = (
@@ -157,7 +160,9 @@ class Hpcc(CongestionControl):
         base_rtt = float(params.base_rtt_ps)
         if not base_rtt:
             own = trace_route(qp.net, qp.src, qp.dst)
-            base_rtt = max(fabric_base_rtt_ps(qp.net, qp.mtu), own.base_rtt_ps(qp.mtu) if own.complete else 0.0)
+            base_rtt = max(
+                fabric_base_rtt_ps(qp.net, qp.mtu), own.base_rtt_ps(qp.mtu) if own.complete else 0.0
+            )
         self.base_rtt_ps = base_rtt
         self.line_rate_bps = line_rate_bps
         self.frame_bytes = qp.full_wire_bytes
