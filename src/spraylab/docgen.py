@@ -388,7 +388,7 @@ SUMMARY_KEY_DOCS: dict[str, str] = {
     "l0.binding_link": "l0_rail: the busiest link",
     "scheme": "load-balancing scheme",
     "recovery": "RNIC loss recovery: gbn, sr or ideal",
-    "cc": "congestion control: dcqcn or none",
+    "cc": "congestion control (transport.cc)",
     "topology": "topology kind",
     "hosts": "hosts of the fabric",
     "seed": "run seed",

@@ -128,9 +128,10 @@ def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
     senders, size, topology = BOTTLENECK_CASES[case]
     out = incast(senders, size, lossless, transport={"cc": cc}, topology=topology)
     return {
-        "completion_over_bound": out.cct_ps / out.bound_ps,
-        "busy_fraction": out.busy_fraction,
-        "steady_utilization": out.steady_utilization,
+        "completion_ps": float(out.cct_ps),
+        "bound_ps": out.bound_ps,
+        "lifetime_utilization_ratio": out.busy_fraction,
+        "steady_utilization_ratio": out.steady_utilization,
         "steady_mean_queue_bytes": out.steady_mean_queue_bytes,
         "steady_max_queue_bytes": float(out.steady_max_queue_bytes),
         "max_queue_bytes": float(out.max_queue_bytes),

@@ -72,7 +72,7 @@ _HPCC = HpccParams()
 
 
 class HpccSection(Section):
-    """``[transport.hpcc]``; defaults: :class:`HpccParams`."""
+    """Defaults: ``spraylab.transport.cc.hpcc.HpccParams`` (HPCC paper, ns-3 model, with sources)."""
 
     eta: float = param(_HPCC, "eta", gt=0, le=1, description="target utilization eta of every link")
     max_stage: int = param(
