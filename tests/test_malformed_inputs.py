@@ -151,7 +151,9 @@ CASES: dict[str, Case] = {
     ),
     "switch_lossless_word": bad(("switch.lossless", "maybe", "boolean"), switch={"lossless": "maybe"}),
     # --- transport, dcqcn -----------------------------------------------------------------
-    "transport_unknown_cc": bad(("transport.cc", "bbr", "'dcqcn' or 'none'"), transport={"cc": "bbr"}),
+    "transport_unknown_cc": bad(
+        ("transport.cc", "bbr", "allowed: 'dcqcn'", "'hpcc'", "'none'"), transport={"cc": "bbr"}
+    ),
     "transport_unknown_recovery": bad(
         ("transport.recovery", "tcp", "'gbn', 'ideal' or 'sr'"), transport={"recovery": "tcp"}
     ),

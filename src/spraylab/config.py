@@ -49,8 +49,9 @@ from spraylab.topology.base import TOPOLOGIES, LinkEvent, TopologySection
 from spraylab.topology.fat_tree import FatTreeTopology
 from spraylab.topology.leaf_spine import LeafSpineTopology
 from spraylab.topology.rail import RailTopology
+from spraylab.transport.cc.hpcc import HPCC_SECTION_FIELD, HpccSection
 from spraylab.transport.params import DcqcnParams, TransportParams
-from spraylab.transport.registry import cc_modes, recovery_modes
+from spraylab.transport.registry import cc_modes, fluid_refused_cc, recovery_modes
 from spraylab.workload.base import WORKLOADS, WorkloadSection
 from spraylab.workload.kinds.all_to_all import AllToAllWorkload
 from spraylab.workload.kinds.cdf import CdfWorkload
@@ -185,6 +186,7 @@ class TransportSection(Section):
     ack_bytes: Literal["payload", "wire", "htsim"] = param(_TRANSPORT, "ack_bytes")
     window: BytesOrBdp = param(_TRANSPORT, "window_bytes")
     dcqcn: DcqcnSection = DcqcnSection()
+    hpcc: HpccSection = HPCC_SECTION_FIELD
 
     @field_validator("cc")
     @classmethod
@@ -226,10 +228,12 @@ class TransportSection(Section):
         data = handler(self)
         if self.ack_bytes == "payload":
             data.pop("ack_bytes", None)
+        if self.hpcc == HpccSection():
+            data.pop("hpcc", None)
         return data
 
     def to_params(self) -> TransportParams:
-        return to_params(self, TransportParams, dcqcn=self.dcqcn.to_params())
+        return to_params(self, TransportParams, dcqcn=self.dcqcn.to_params(), hpcc=self.hpcc.to_params())
 
 
 # --- load balancer ------------------------------------------------------------------------
@@ -432,6 +436,10 @@ class Scenario(Section):
                 f"run.max_events = {self.run.max_events}: run.engine = {engine!r} computes its bound "
                 "without events; use 0 (no budget) or run.engine = 'fluid' or 'packet'"
             )
+        if engine != "packet":
+            refused = fluid_refused_cc(self.transport.cc)
+            if refused:
+                raise ValueError(refused)
 
     # --- construction helpers -----------------------------------------------------------
     @classmethod

@@ -18,6 +18,7 @@ from spraylab.config import validate
 from spraylab.experiment import build
 from spraylab.metrics.maxmin import jain_index
 from spraylab.net.framing import data_wire_bytes
+from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 from spraylab.units import PS_PER_US
 
 # --- incast and long flows -------------------------------------------------------------------
@@ -36,6 +37,15 @@ class IncastOutcome:
     drops: int
     max_queue_bytes: int
     mean_queue_bytes: float  # sampled every microsecond
+    # Steady state: from half the time the first flow took to finish until it finished (every
+    # flow sending, the start-up transient over): the bottleneck's transmitted bytes (every
+    # frame) over its capacity, and its queue sampled every microsecond.
+    steady_utilization: float
+    steady_mean_queue_bytes: float
+    steady_max_queue_bytes: int
+    # one base RTT at the bottleneck's rate, the RTT the fabric's largest (a full frame out, its
+    # ACK back, queues empty): HPCC's W_init
+    bdp_bytes: float
 
 
 def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) -> IncastOutcome:
@@ -59,9 +69,11 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     receiver = net.hosts[0]
     (bottleneck,) = [p for p in net.ports if p.peer_owner is receiver]
     samples: list[int] = []
+    sent: list[int] = []  # the bottleneck's tx_bytes at every sample
 
     def sample(_: object) -> None:
         samples.append(bottleneck.queue_bytes())
+        sent.append(bottleneck.tx_bytes)
         if not net.all_done:
             sim.after(PS_PER_US, sample)
 
@@ -71,6 +83,10 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     flows = result.flows
     start = int(flows.start_ps.min())
     cct = int((flows.start_ps + flows.fct_ps).max()) - start
+    # samples are taken at start + k us (the flows start at 0)
+    first_done_us = int((flows.start_ps + flows.fct_ps).min() - start) // PS_PER_US
+    lo, hi = first_done_us // 2, max(first_done_us // 2 + 1, first_done_us)
+    steady = samples[lo:hi]
     return IncastOutcome(
         cct_ps=cct,
         bound_ps=n * size_bytes * 8 * 1e12 / bottleneck.rate_bps,
@@ -83,7 +99,46 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
         drops=int(result.summary["drops_total"]),
         max_queue_bytes=bottleneck.max_queue_bytes,
         mean_queue_bytes=sum(samples) / len(samples),
+        steady_utilization=(sent[hi] - sent[lo]) * 8 * 1e12 / bottleneck.rate_bps / ((hi - lo) * PS_PER_US),
+        steady_mean_queue_bytes=sum(steady) / len(steady),
+        steady_max_queue_bytes=max(steady),
+        bdp_bytes=fabric_base_rtt_ps(net, simulation.scenario.transport.mtu) * bottleneck.rate_bps / 8e12,
     )
+
+
+# HPCC's bottleneck cases (tests/test_hpcc.py, the validation study's ``cc_bottleneck``):
+# (senders, bytes each, topology keys over incast()'s 2 x 16-host leaf-spine).
+BOTTLENECK_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
+    # 16:1 incast: senders on the receiver's leaf and across the spine (two base RTTs)
+    "incast_16": (16, 8_000_000, {}),
+    # 16:1 incast with every sender across the spine (one base RTT)
+    "incast_16_one_rtt": (16, 8_000_000, {"leaves": 17, "hosts_per_leaf": 1}),
+    # two long flows sharing the receiver's link
+    "long_flows": (2, 64_000_000, {}),
+}
+
+
+def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
+    """One of :data:`BOTTLENECK_CASES` under congestion control ``cc``: the steady state
+    (utilization, queue) and the whole run (completion, queue, fairness, drops) at the
+    bottleneck, with the bounds a line-rate start implies: one BDP, and (N - 1) BDPs (the
+    first round trip of N senders at line rate, less the BDP the link carries)."""
+    senders, size, topology = BOTTLENECK_CASES[case]
+    out = incast(senders, size, lossless, transport={"cc": cc}, topology=topology)
+    return {
+        "completion_ps": float(out.cct_ps),
+        "bound_ps": out.bound_ps,
+        "lifetime_utilization_ratio": out.busy_fraction,
+        "steady_utilization_ratio": out.steady_utilization,
+        "steady_mean_queue_bytes": out.steady_mean_queue_bytes,
+        "steady_max_queue_bytes": float(out.steady_max_queue_bytes),
+        "max_queue_bytes": float(out.max_queue_bytes),
+        "mean_queue_bytes": out.mean_queue_bytes,
+        "jain": out.jain,
+        "drops": float(out.drops),
+        "bdp_bytes": out.bdp_bytes,
+        "burst_bound_bytes": (senders - 1) * out.bdp_bytes,
+    }
 
 
 def _wire_bytes(size_bytes: int, mtu: int = 4096) -> int:

@@ -10,6 +10,61 @@ RESUME = 5
 
 KIND_NAMES = ("data", "ack", "nack", "cnp", "pause", "resume")
 
+# Hops an in-band telemetry record holds: a 3-tier fat-tree path crosses 5 switches (the HPCC
+# ns-3 model's IntHeader holds 5); hops beyond are counted in ``overflow``, not recorded.
+cdef enum:
+    INT_MAX_HOPS = 8
+
+
+cdef class IntRecord:
+    """In-band network telemetry of one data packet (HPCC, Li et al. SIGCOMM'19, section 3):
+    one entry per switch egress port it left through, in path order. Each entry holds the
+    port's id (``Port.int_port_id``), its queue in bytes behind the packet when the packet
+    started transmission, the bytes the port had transmitted before it (every frame,
+    cumulative), that start time in ps and the port's rate. The receiver's ACK echoes the
+    record to the sender: the ACK is the data packet's own object (``Receiver._reply_ack``).
+
+    Made only on networks whose congestion control reads it (``spraylab.net.telemetry``)."""
+
+    cdef public int nhop, overflow
+    cdef int pending  # the entry whose queue a lossy port fills in when the packet arrives
+    cdef int64_t port_id[INT_MAX_HOPS]
+    cdef int64_t qlen_bytes[INT_MAX_HOPS]
+    cdef int64_t tx_bytes[INT_MAX_HOPS]
+    cdef int64_t ts_ps[INT_MAX_HOPS]
+    cdef double rate_bps[INT_MAX_HOPS]
+
+    def __cinit__(self) -> None:
+        self.nhop = 0
+        self.overflow = 0
+        self.pending = -1
+
+    cdef inline int push(
+        self, int64_t port_id, int64_t qlen_bytes, int64_t tx_bytes, int64_t ts_ps, double rate_bps
+    ) except -2:
+        """Append one hop's entry; returns its index, or -1 when the record is full."""
+        cdef int i = self.nhop
+        if i >= INT_MAX_HOPS:
+            self.overflow += 1
+            return -1
+        self.port_id[i] = port_id
+        self.qlen_bytes[i] = qlen_bytes
+        self.tx_bytes[i] = tx_bytes
+        self.ts_ps[i] = ts_ps
+        self.rate_bps[i] = rate_bps
+        self.nhop = i + 1
+        return i
+
+    def hops(self) -> list:
+        """``[(port_id, qlen_bytes, tx_bytes, ts_ps, rate_bps), ...]`` in path order."""
+        return [
+            (self.port_id[i], self.qlen_bytes[i], self.tx_bytes[i], self.ts_ps[i], self.rate_bps[i])
+            for i in range(self.nhop)
+        ]
+
+    def __repr__(self) -> str:
+        return f"IntRecord({self.hops()})"
+
 
 cdef class Packet:
     """A packet in flight.
@@ -22,6 +77,7 @@ cdef class Packet:
     switches for PFC accounting. ``via`` is the egress port the packet last left through (set
     by every send): a packet that dies inside a node (no route, a ToR program, the receiving
     RNIC) is counted on the link it arrived over, so the links table accounts for every drop.
+    ``int_record`` is its in-band telemetry (:class:`IntRecord`; HPCC), None elsewhere.
     """
 
     cdef public int kind
@@ -31,6 +87,9 @@ cdef class Packet:
     cdef public bint ecn, retx
     cdef public object ingress  # the IngressCounter that holds its bytes (lossless switches)
     cdef public object via  # the Port it last left through
+    # In-band telemetry (an IntRecord) on networks whose congestion control reads it, else
+    # None (never touched: Cython sets object fields to None when it allocates the packet).
+    cdef public object int_record
 
     def __init__(
         self,

@@ -6,6 +6,18 @@
 # * PfcPort (lossless): a real queue served by "transmission done" events, because a PFC PAUSE
 #   can stop it at any time. Dequeues release the ingress accounting of the switch.
 #
+# In-band telemetry (HPCC): a port with ``int_port_id >= 0`` (switch ports of a network whose
+# congestion control reads INT, ``spraylab.net.telemetry``) stamps every data packet that leaves
+# it as the HPCC ns-3 switch does at dequeue: its queue in bytes behind the packet when the
+# packet starts transmission (the data that arrived before that instant: what arrives in the
+# same picosecond counts as behind it on neither port model, so the event order within one
+# instant decides nothing), the bytes the port transmitted before it, that start time and the
+# port's rate. A lossless port dequeues for real and stamps there. A lossy port knows the start
+# time and the bytes before the packet at enqueue (FIFO: everything accepted before it has left
+# by then); the queue behind it is only known once its start has passed, so it is filled in
+# when the packet arrives at the far end, from the same send log dequeue marking reads
+# (``busy_log``). Elsewhere ``int_port_id`` is -1 and the data path pays one test per packet.
+#
 # Serialization times are ``size * ps_per_byte`` in doubles (an integer value for the usual
 # rates: 400G is 20 ps per byte), truncated to whole picoseconds, exactly as the reference
 # Python engine computed them (int * int is exact below 2^53, as every time here is).
@@ -25,12 +37,13 @@ cdef class Port:
     cdef public object name, owner, peer_owner, link, rate_bps, rng, waiter, monitor
     cdef public SharedBuffer buffer  # the switch's shared buffer, None at hosts
     cdef public int64_t delay_ps, busy_until, kmin, kmax, marks_pending
+    cdef public int64_t int_port_id  # >= 0: stamps INT into data packets (see above); -1: off
     cdef public bint up, is_uplink, paused, mark_at_dequeue
     cdef public double pmax, mark_slope, kmin_ps
     cdef double per_byte
     cdef object per_byte_value
-    # Dequeue marking on a lossy port (``arrive_queued``): (enqueue time, busy_until after it)
-    # of every send since the oldest data packet still to be judged.
+    # Dequeue marking and INT on a lossy port (``arrive_queued``): (enqueue time, busy_until
+    # after it) of every send since the oldest data packet still to be judged or stamped.
     cdef cdeque[pair[int64_t, int64_t]] busy_log
     cdef object _receive
     cdef Switch fast_switch
@@ -57,6 +70,7 @@ cdef class Port:
         self.busy_until = 0
         self.up = True
         self.mark_at_dequeue = False
+        self.int_port_id = -1
         if ecn is not None and ecn.enabled:
             self.kmin = ecn.kmin_bytes
             self.kmax = ecn.kmax_bytes
@@ -134,6 +148,18 @@ cdef class Port:
             return True
         return self.rng.random() < (backlog - self.kmin) * self.mark_slope
 
+    cdef int _int_stamp(self, Packet pkt, int64_t start_ps, int64_t qlen_bytes) except -2:
+        """Append this port's INT entry to ``pkt``'s record (made at its first stamped hop);
+        returns the entry's index (-1: the record is full). ``tx_bytes`` is read before the
+        packet's own bytes are counted."""
+        cdef IntRecord record
+        if pkt.int_record is None:
+            record = IntRecord.__new__(IntRecord)
+            pkt.int_record = record
+        else:
+            record = <IntRecord>pkt.int_record
+        return record.push(self.int_port_id, qlen_bytes, self.tx_bytes, start_ps, <double>self.rate_bps)
+
     # --- the hot path ---------------------------------------------------------------------
     cpdef send(self, Packet pkt):
         cdef Simulator sim = self.sim
@@ -167,16 +193,23 @@ cdef class Port:
         pkt.via = self
         if buffer is not None:
             buffer.added_bytes += size
+        cdef int int_slot = -1
+        if self.int_port_id >= 0 and pkt.kind == DATA:
+            # starts at ``busy``; the queue behind it then is filled in at its arrival
+            int_slot = self._int_stamp(pkt, busy, 0)
         depart = <int64_t>(<double>busy + <double>size * self.per_byte)
         self.busy_until = depart
         self.tx_bytes += size
         self.tx_packets += 1
         # A packet that found the port idle starts at once with nothing behind it: never marked
-        # at dequeue, and no later packet's judgement needs its log entry.
+        # at dequeue, stamped with an empty queue, and no later packet's judgement needs its
+        # log entry.
         if queued and pkt.kind == DATA:
-            if self.mark_at_dequeue:
+            if self.mark_at_dequeue or self.int_port_id >= 0:
                 self.busy_log.push_back(pair[int64_t, int64_t](now, depart))
                 self.marks_pending += 1
+                if int_slot >= 0:
+                    (<IntRecord>pkt.int_record).pending = int_slot
             sim.push(depart + self.delay_ps, EV_ARRIVE_QUEUED, self, pkt, 0)
         else:
             sim.push(depart + self.delay_ps, EV_ARRIVE, self, pkt, self.generation)
@@ -206,23 +239,31 @@ cdef class Port:
         that was behind it when it started transmission: every byte sent after it and before
         that instant (a send at the very instant it starts comes after it, as on a lossless
         port), ``busy_until`` as of then minus its own departure. The log holds ``busy_until``
-        after each send, and its sends before that instant have all happened by now."""
+        after each send, and its sends before that instant have all happened by now. A port
+        that stamps INT writes the same queue into the packet's entry."""
         cdef int64_t depart
         cdef double start, behind
-        if self.mark_at_dequeue:
+        cdef bint stamps = self.int_port_id >= 0
+        cdef IntRecord record
+        if self.mark_at_dequeue or stamps:
             depart = self.sim.now - self.delay_ps
             self.marks_pending -= 1
             # busy_until never decreases, so today's bounds the queue behind the packet at its
             # start: below Kmin there is nothing to judge, and the log is searched (and trimmed:
             # each entry is popped once) only when it is or when it has grown long. (``kmin_ps``
             # is Kmin's serialization time or just below it: entering the search changes no
-            # decision.)
-            if self.busy_until - depart > self.kmin_ps or self.busy_log.size() > 32:
+            # decision.) INT needs the queue whatever its size.
+            if stamps or self.busy_until - depart > self.kmin_ps or self.busy_log.size() > 32:
                 start = <double>depart - <double>pkt.size * self.per_byte
                 while self.busy_log.size() > 1 and <double>self.busy_log[1].first < start:
                     self.busy_log.pop_front()
                 behind = (self.busy_log[0].second - depart) / self.per_byte
-                if behind > self.kmin and self._mark(behind):
+                if stamps and pkt.int_record is not None:
+                    record = <IntRecord>pkt.int_record
+                    if record.pending >= 0:
+                        record.qlen_bytes[record.pending] = <int64_t>behind if behind > 0 else 0
+                        record.pending = -1
+                if self.mark_at_dequeue and behind > self.kmin and self._mark(behind):
                     pkt.ecn = True
                     self.ecn_marks += 1
             if not self.marks_pending:
@@ -256,6 +297,9 @@ cdef class PfcPort(Port):
 
     cdef public object data_queue, ctrl_queue  # collections.deque of Packet
     cdef public int64_t queued_bytes, paused_since
+    # INT: the data bytes queued at the instant ``int_arrival_ps`` (not behind a packet that
+    # starts in that same instant)
+    cdef int64_t int_arrival_ps, int_arrival_bytes
     cdef public bint transmitting
 
     def __init__(self, *args, **kwargs) -> None:
@@ -265,6 +309,8 @@ cdef class PfcPort(Port):
         self.queued_bytes = 0
         self.transmitting = False
         self.paused_since = 0
+        self.int_arrival_ps = -1
+        self.int_arrival_bytes = 0
 
     cpdef int64_t queue_bytes(self):
         return self.queued_bytes
@@ -275,6 +321,11 @@ cdef class PfcPort(Port):
             pkt.ecn = True
             self.ecn_marks += 1
         pkt.via = self
+        if self.int_port_id >= 0:
+            if self.int_arrival_ps != self.sim.now:
+                self.int_arrival_ps = self.sim.now
+                self.int_arrival_bytes = 0
+            self.int_arrival_bytes += pkt.size
         self.data_queue.append(pkt)
         backlog += pkt.size
         self.queued_bytes = backlog
@@ -292,6 +343,7 @@ cdef class PfcPort(Port):
     cdef int _start_next(self) except -1:
         cdef Packet pkt
         cdef IngressCounter ingress
+        cdef int64_t behind
         if self.ctrl_queue:
             pkt = self.ctrl_queue.popleft()
         elif self.data_queue and not self.paused:
@@ -304,6 +356,14 @@ cdef class PfcPort(Port):
                 ingress = pkt.ingress
                 pkt.ingress = None
                 ingress.release(pkt.size)
+            if self.int_port_id >= 0:
+                # FIFO: what arrived in this instant is all behind ``pkt`` (with ``pkt`` itself
+                # when it arrived now too, to an empty queue: nothing is behind it, as on a
+                # lossy port)
+                behind = self.queued_bytes
+                if self.int_arrival_ps == self.sim.now:
+                    behind = max(0, behind - self.int_arrival_bytes)
+                self._int_stamp(pkt, self.sim.now, behind)
         else:
             self.transmitting = False
             return 0

@@ -59,7 +59,7 @@ _ENTRIES = [
     _m("l0.binding_link", "text", "binding link", "l0_rail: the busiest link", frozenset({L0_RAIL})),
     _m("scheme", "text", "scheme", "load-balancing scheme"),
     _m("recovery", "text", "recovery", "RNIC loss recovery: gbn, sr or ideal"),
-    _m("cc", "text", "cc", "congestion control: dcqcn or none"),
+    _m("cc", "text", "cc", "congestion control (transport.cc)"),
     _m("topology", "text", "topology", "topology kind"),
     _m("hosts", "count", "hosts", "hosts of the fabric"),
     _m("seed", "count", "seed", "run seed"),

@@ -27,8 +27,10 @@ from spraylab.net.port import IngressCounter, Port
 from spraylab.net.routing import Routing
 from spraylab.net.stop_rule import check_done
 from spraylab.net.switch import Switch
+from spraylab.net.telemetry import enable_int
 from spraylab.net.wiring import SwitchParams, build_elements, finish_links
 from spraylab.topology.fabric import Fabric
+from spraylab.transport.cc.base import CONGESTION_CONTROLS
 from spraylab.transport.params import TransportParams
 from spraylab.transport.qp import QueuePair
 from spraylab.workload.flows import FlowSpec
@@ -75,6 +77,8 @@ class Network:
         self.stop_when_done = True
         self.schedule = FlowSchedule(self)
         build_elements(self)
+        if CONGESTION_CONTROLS.get(transport.cc).uses_int:
+            enable_int(self)  # switch ports stamp in-band telemetry (HPCC)
         self.routing.compute()
         lb.setup(self)
         finish_links(self)  # after the scheme: the ToR bypass depends on its programs

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
-from spraylab.core._core import ACK, CNP, DATA, KIND_NAMES, NACK, PAUSE, RESUME, Packet
+from spraylab.core._core import ACK, CNP, DATA, KIND_NAMES, NACK, PAUSE, RESUME, IntRecord, Packet
 from spraylab.net.framing import ACK_WIRE_BYTES, CNP_WIRE_BYTES, NACK_WIRE_BYTES
 
-__all__ = ["ACK", "CNP", "DATA", "KIND_NAMES", "NACK", "PAUSE", "RESUME", "Packet", "CONTROL_WIRE_BYTES"]
+__all__ = [
+    "ACK",
+    "CNP",
+    "DATA",
+    "KIND_NAMES",
+    "NACK",
+    "PAUSE",
+    "RESUME",
+    "IntRecord",
+    "Packet",
+    "CONTROL_WIRE_BYTES",
+]
 
 # Link bytes of each control frame (``spraylab.net.framing``); data packets cost
 # ``data_wire_bytes(payload)``. PFC PAUSE/RESUME are modelled as a link delay, not as frames.

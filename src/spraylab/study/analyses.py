@@ -85,3 +85,12 @@ def _ecmp_max_min(leaves: int, spines: int, hosts_per_leaf: int, seed: int) -> d
     from spraylab.validation import ecmp_max_min
 
     return ecmp_max_min(int(leaves), int(spines), int(hosts_per_leaf), int(seed))
+
+
+@analysis("cc_bottleneck", "cc", "case", "lossless")
+def _cc_bottleneck(cc: str, case: str, lossless: bool) -> dict[str, float | int | bool]:
+    """A congestion control at an incast's bottleneck (``spraylab.validation.BOTTLENECK_CASES``):
+    steady-state utilization and queue, the start-up queue against (N - 1) BDPs, fairness."""
+    from spraylab.validation import bottleneck_case
+
+    return bottleneck_case(str(cc), str(case), bool(lossless))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
+from spraylab.transport.cc.hpcc import HpccParams
 
 # Bytes ``ack_every_bytes`` counts per data packet beyond its payload, per ``ack_bytes`` rule.
 # htsim's UEC sink adds each packet's size() (its MSS plus UecSrc::_hdr_size = 64 B) to the
@@ -69,6 +70,7 @@ class TransportParams:
     # route at line rate (IRN's BDP-FC; ConnectX's lossy-RoCE "TX window", off by default).
     window_bytes: int | str = 0
     dcqcn: DcqcnParams = DcqcnParams()
+    hpcc: HpccParams = HpccParams()  # read when cc = "hpcc" (spraylab.transport.cc.hpcc)
 
     def __post_init__(self) -> None:
         # Imported here: the registries import the modules that import this one.

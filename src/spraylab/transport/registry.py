@@ -34,3 +34,20 @@ def cc_modes() -> dict[str, str]:
     from spraylab.transport.cc.base import CONGESTION_CONTROLS
 
     return {name: CONGESTION_CONTROLS.classes[name].summary for name in CONGESTION_CONTROLS.names()}
+
+
+def fluid_refused_cc(name: str) -> str:
+    """Why the fluid engines cannot stand in for congestion control ``name`` (one line naming
+    the key, the value and what is allowed), or "" when they can: they run every flow at its
+    converged max-min rate (docs/fluid.md), which a control marked ``fluid_engine = False``
+    does not converge to."""
+    from spraylab.transport.cc.base import CONGESTION_CONTROLS
+
+    if CONGESTION_CONTROLS.get(name).fluid_engine:
+        return ""
+    allowed = [n for n in CONGESTION_CONTROLS.names() if CONGESTION_CONTROLS.classes[n].fluid_engine]
+    return (
+        f"transport.cc = {name!r}: the fluid engines run every flow at its max-min rate, which "
+        f"{name} does not converge to; allowed with run.engine other than 'packet': "
+        f"{', '.join(allowed)}; or set run.engine = 'packet'"
+    )

@@ -33,6 +33,12 @@ class CongestionControl:
     # The receiver answers ECN-marked packets with CNPs (DCQCN's notification point, at most
     # one per transport.dcqcn.cnp_interval), and out-of-order ones too with transport.cnp_on_ooo.
     uses_cnp: ClassVar[bool] = False
+    # Switches stamp in-band telemetry into data packets and ACKs echo it (``pkt.int_record``,
+    # spraylab.net.telemetry): set by a control that reads it (HPCC); off, it costs nothing.
+    uses_int: ClassVar[bool] = False
+    # The fluid engines (run.engine != "packet") may stand in for it: they run every flow at
+    # its converged max-min rate (docs/fluid.md). False refuses the scenario, with one line.
+    fluid_engine: ClassVar[bool] = True
 
     __slots__ = ()
 

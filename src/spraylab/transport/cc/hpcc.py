@@ -1,0 +1,236 @@
+"""HPCC: High Precision Congestion Control (Li et al., SIGCOMM 2019), window and rate from
+in-band telemetry.
+
+Every switch egress port stamps each data packet with its queue, its transmitted bytes, a
+timestamp and its rate (``spraylab.net.telemetry``; what each value is: ``IntRecord`` in
+``spraylab.core``); the ACK echoes the record. Per ACK the sender (the paper's Algorithm 1):
+
+* **measures the inflight bytes** of every hop against the previous sample of that same port:
+  ``u = min(qlen, qlen_prev) / (B T) + txRate / B``, with ``txRate`` the bytes the port sent
+  between the two samples over their time apart; the most loaded hop counts, and
+  ``U = (1 - tau/T) U + (tau/T) u`` smooths it over one base RTT ``T``;
+* **computes the window**: ``W = Wc / (U / eta) + W_AI`` when ``U >= eta`` or after
+  ``max_stage`` additive steps, else ``W = Wc + W_AI``;
+* **updates the reference window** ``Wc`` (and the stage) only once per round trip: on the
+  first ACK that covers a packet sent after the last update (``ack PSN > lastUpdateSeq``,
+  then ``lastUpdateSeq = snd_nxt``); the ACKs in between react from ``Wc`` without moving it
+  (the ns-3 model's ``FastReact``);
+* **sends** within ``W`` (``ceil(W / frame)`` full frames in flight: at least one) at the pace
+  ``R = W / T``.
+
+The previous sample is kept per port (the ns-3 model keeps it per hop index, and its flows
+follow one path): a sprayed flow's consecutive ACKs cross different ports, and only two
+samples of one port give that port's transmit rate. Parameters: :class:`HpccParams`
+(``[transport.hpcc]``); the defaults, their sources and what differs from the ns-3 model are
+in docs/congestion-control.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+from weakref import WeakKeyDictionary
+
+from pydantic import Field
+
+from spraylab.config_types import RateBps, Section, TimePs, param, to_params
+from spraylab.transport.cc.base import CongestionControl, register_cc
+
+if TYPE_CHECKING:
+    from spraylab.net.network import Network
+    from spraylab.net.packet import Packet
+    from spraylab.transport.params import TransportParams
+    from spraylab.transport.qp import QueuePair
+
+PS_PER_S = 1e12
+
+
+@dataclass(frozen=True, slots=True)
+class HpccParams:
+    """HPCC sender settings; each default names its public source (docs/congestion-control.md
+    tabulates them against the paper and the ns-3 model)."""
+
+    # eta, the target utilization: 95% in the paper (section 3.3) and the ns-3 model
+    # (RdmaHw "TargetUtil" = 0.95; run.py --utgt 95 -> U_TARGET 0.95).
+    eta: float = 0.95
+    # maxStage, additive steps before a multiplicative one: 5 in the paper's evaluation and
+    # the ns-3 model's RdmaHw "MiThresh" default (its run.py passes --mi 0 unless told).
+    max_stage: int = 5
+    # W_AI as a rate, W_AI = rate_ai x T: the ns-3 run.py sets RATE_AI = 10 Mb/s per 25 Gb/s of
+    # NIC rate for HPCC ("ai = 10 * bw / 25"), i.e. 40 Mb/s per 100 Gb/s. At 400 Gb/s and an
+    # 8.3 us T that is W_AI = 166 B, the paper's W_init (1 - eta) / N for N = 125 flows.
+    rate_ai_bps_per_100g: int = 40_000_000
+    # The lowest rate a flow is cut to: the ns-3 run.py's MIN_RATE (1000 Mb/s, every CC).
+    min_rate_bps: int = 1_000_000_000
+    # T, the base RTT (0: the largest base RTT of the fabric's routes, as the ns-3 model's
+    # GLOBAL_T = 1 takes the largest over all host pairs; see HpccParams users).
+    base_rtt_ps: int = 0
+
+
+_HPCC = HpccParams()
+
+
+class HpccSection(Section):
+    """Defaults: ``spraylab.transport.cc.hpcc.HpccParams`` (HPCC paper, ns-3 model, with sources)."""
+
+    eta: float = param(_HPCC, "eta", gt=0, le=1, description="target utilization eta of every link")
+    max_stage: int = param(
+        _HPCC, "max_stage", ge=0, description="additive increase steps before a multiplicative one (maxStage)"
+    )
+    rate_ai_per_100g: RateBps = param(
+        _HPCC,
+        "rate_ai_bps_per_100g",
+        description="additive increase W_AI as a rate (W_AI = rate x T), per 100 Gb/s of line rate",
+    )
+    min_rate: RateBps = param(_HPCC, "min_rate_bps", description="lowest rate (W / T) a flow is cut to")
+    base_rtt: TimePs = param(
+        _HPCC,
+        "base_rtt_ps",
+        description="T, the base round trip rate and window relate by; 0: the fabric's largest base RTT",
+    )
+
+    def to_params(self) -> HpccParams:
+        return to_params(self, HpccParams)
+
+
+HPCC_SECTION_FIELD = Field(
+    default=HpccSection(),
+    description="HPCC sender parameters, read when cc = 'hpcc' (docs/congestion-control.md)",
+)
+
+# The fabric's largest base RTT, per network (traced once).
+_FABRIC_RTT_PS: WeakKeyDictionary[Network, float] = WeakKeyDictionary()
+
+
+def fabric_base_rtt_ps(net: Network, mtu_bytes: int) -> float:
+    """The largest base RTT (``Route.base_rtt_ps``: a full frame out and its ACK back, queues
+    empty) from the first host to every other host. On the symmetric fabrics spraylab builds
+    that is the largest of any pair, at one trace per host instead of one per pair."""
+    cached = _FABRIC_RTT_PS.get(net)
+    if cached is None:
+        from spraylab.net.routes import trace_route
+
+        cached = 0.0
+        for dst in range(1, len(net.hosts)):
+            route = trace_route(net, 0, dst)
+            if route.complete:
+                cached = max(cached, route.base_rtt_ps(mtu_bytes))
+        _FABRIC_RTT_PS[net] = cached
+    return cached
+
+
+@register_cc
+class Hpcc(CongestionControl):
+    """Per-QP HPCC state: the reference window ``wc_bytes``, the smoothed utilization ``u``,
+    the additive-increase stage and the last INT sample of every port seen."""
+
+    name = "hpcc"
+    summary = "HPCC: window and rate from switch in-band telemetry (eta, maxStage, W_AI)"
+    uses_int = True
+    # It holds every link at eta of its capacity (5% below the max-min rates the fluid engines
+    # give), and its start-up burst and queue are outside their model.
+    fluid_engine = False
+    params_section: ClassVar[str] = "hpcc"
+
+    __slots__ = (
+        "qp",
+        "p",
+        "base_rtt_ps",
+        "line_rate_bps",
+        "frame_bytes",
+        "w_max_bytes",
+        "w_min_bytes",
+        "w_ai_bytes",
+        "wc_bytes",
+        "w_bytes",
+        "u",
+        "inc_stage",
+        "last_update_psn",
+        "samples",
+        "updates",
+    )
+
+    def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
+        from spraylab.net.routes import trace_route
+
+        params = transport.hpcc
+        self.qp = qp
+        self.p = params
+        base_rtt = float(params.base_rtt_ps)
+        if not base_rtt:
+            own = trace_route(qp.net, qp.src, qp.dst)
+            base_rtt = max(
+                fabric_base_rtt_ps(qp.net, qp.mtu), own.base_rtt_ps(qp.mtu) if own.complete else 0.0
+            )
+        self.base_rtt_ps = base_rtt
+        self.line_rate_bps = line_rate_bps
+        self.frame_bytes = qp.full_wire_bytes
+        bytes_per_bps = base_rtt / (8 * PS_PER_S)  # a rate times T, in bytes
+        self.w_max_bytes = line_rate_bps * bytes_per_bps  # W_init: one BDP at line rate
+        self.w_min_bytes = min(params.min_rate_bps, line_rate_bps) * bytes_per_bps
+        self.w_ai_bytes = params.rate_ai_bps_per_100g * line_rate_bps / 100e9 * bytes_per_bps
+        self.wc_bytes = self.w_max_bytes
+        self.w_bytes = self.w_max_bytes
+        self.u = 1.0  # as the ns-3 model starts it
+        self.inc_stage = 0
+        self.last_update_psn = -1  # -1: no INT seen yet (the first ACK only sets the reference)
+        self.samples: dict[int, tuple[int, int, int]] = {}  # port id -> (qlen, tx bytes, ts)
+        self.updates = 0  # reference-window updates (one per round trip)
+        self._apply(self.w_bytes)
+
+    def _apply(self, w_bytes: float) -> None:
+        """Send within ``w_bytes`` at ``w_bytes / T``."""
+        self.w_bytes = w_bytes
+        qp = self.qp
+        qp.set_rate(min(float(self.line_rate_bps), w_bytes * 8 * PS_PER_S / self.base_rtt_ps))
+        qp.set_window(math.ceil(w_bytes / self.frame_bytes))
+
+    def on_ack(self, pkt: Packet) -> None:
+        record = pkt.int_record
+        if record is None:  # the packet crossed no switch (e.g. an NVLink hop): nothing measured
+            return
+        samples = self.samples
+        if self.last_update_psn < 0:
+            for port_id, qlen, tx, ts, _ in record.hops():
+                samples[port_id] = (qlen, tx, ts)
+            self.last_update_psn = self.qp.snd_nxt
+            return
+        base_rtt = self.base_rtt_ps
+        u_max = -1.0
+        tau = 0
+        for port_id, qlen, tx, ts, rate in record.hops():
+            prev = samples.get(port_id)
+            if prev is None:
+                samples[port_id] = (qlen, tx, ts)
+                continue
+            dt = ts - prev[2]
+            if dt <= 0:  # this port's sample is not newer (a sprayed packet overtaken): skip it
+                continue
+            samples[port_id] = (qlen, tx, ts)
+            # bytes/ps over bytes/ps: the port's transmit rate and its standing queue drained
+            # over one T, each as a fraction of its capacity
+            u = ((tx - prev[1]) / dt + min(qlen, prev[0]) / base_rtt) * 8 * PS_PER_S / rate
+            if u > u_max:
+                u_max = u
+                tau = dt
+        update_reference = pkt.psn > self.last_update_psn
+        if update_reference:
+            self.last_update_psn = self.qp.snd_nxt
+        if u_max < 0:
+            return  # no port with two samples yet
+        tau = min(tau, base_rtt)
+        self.u = (self.u * (base_rtt - tau) + u_max * tau) / base_rtt
+        eta = self.p.eta
+        if self.u >= eta or self.inc_stage >= self.p.max_stage:
+            w = self.wc_bytes * eta / max(self.u, 1e-9) + self.w_ai_bytes
+            stage = 0
+        else:
+            w = self.wc_bytes + self.w_ai_bytes
+            stage = self.inc_stage + 1
+        w = min(max(w, self.w_min_bytes), self.w_max_bytes)
+        if update_reference:
+            self.wc_bytes = w
+            self.inc_stage = stage
+            self.updates += 1
+        self._apply(w)
