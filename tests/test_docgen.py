@@ -46,7 +46,7 @@ def test_config_reference_lists_every_key_of_every_section() -> None:
             assert f"`lb.{key}`" in page
     # units and defaults as a user writes them
     assert "| `switch.buffer` | bytes; takes units: `2MB` (10^6), `64KiB` (2^10) | `64MB` |" in page
-    assert '| `transport.recovery` | one of `gbn`, `ideal`, `sr` | `"gbn"` |' in page
+    assert '| `transport.recovery` | one of `gbn`, `ideal`, `sr`, `uec` | `"gbn"` |' in page
 
 
 def _family(key: str, docs: dict[str, str]) -> bool:
