@@ -181,6 +181,35 @@ def test_incast_on_a_small_buffer_trims_instead_of_dropping() -> None:
     assert trimmed["completion_ps"] < dropped["completion_ps"]
 
 
+def test_port_buffer_caps_every_switch_queue() -> None:
+    """``switch.port_buffer`` is a fixed-size queue (htsim's switch queues) besides the shared
+    buffer's threshold. Without trimming, no switch port ever holds more than the cap
+    (``max_queue_bytes`` is the backlog a packet found; what is admitted keeps backlog + size
+    within the cap, and the incast's hot port carries data only); the cap is what refuses
+    packets here (the 64 MB shared buffer alone takes the whole incast). With trimming the
+    refused packets are trimmed, none dropped. (Their headers are charged to the same link
+    time, so there the backlog may pass the cap by header bytes: htsim keeps headers in a
+    queue of their own.)"""
+    cap = 100_000
+    for trimming in (False, True):
+        scenario = incast_scenario(trimming, buffer="64MB").with_overrides({"switch.port_buffer": cap})
+        result = run(scenario)
+        assert result.summary["completed"]
+        if trimming:
+            assert result.summary["trimmed_packets"] > 0 and result.summary["drops_total"] == 0
+        else:
+            switch_ports = result.links[result.links["tier"] >= 0]
+            assert switch_ports["max_queue_bytes"].max() <= cap
+            assert result.summary["drops_buffer"] > 0
+    uncapped = run(incast_scenario(True, buffer="64MB")).summary
+    assert uncapped["trimmed_packets"] == 0 and uncapped["max_queue_bytes"] > cap
+
+
+def test_port_buffer_smaller_than_a_packet_is_refused() -> None:
+    with pytest.raises(ScenarioError, match="switch.port_buffer"):
+        incast_scenario(True).with_overrides({"switch.port_buffer": 1000})
+
+
 # --- off by default -----------------------------------------------------------------------------
 
 

@@ -132,6 +132,7 @@ class SwitchSection(Section):
     ecn_pmax: float = param(_SWITCH, "ecn_pmax", ge=0, le=1)
     ecn_mark_at: Literal["dequeue", "enqueue"] = param(_SWITCH, "ecn_mark_at")
     trimming: bool = param(_SWITCH, "trimming")
+    port_buffer: Bytes = param(_SWITCH, "port_buffer_bytes")
 
     @model_validator(mode="after")
     def _thresholds(self) -> SwitchSection:
@@ -155,6 +156,8 @@ class SwitchSection(Section):
         data = handler(self)
         if not self.trimming:
             data.pop("trimming", None)
+        if not self.port_buffer:
+            data.pop("port_buffer", None)
         return data
 
     def to_params(self) -> SwitchParams:
@@ -426,6 +429,7 @@ class Scenario(Section):
                 raise ValueError(late)
         self._engine_reads_every_section()
         self._trimming_has_an_answer()
+        self._port_buffer_holds_a_packet()
         strategies = {getattr(w, "strategy", None) for w in self.workload}
         if self.lb.scheme == "ecmp" and {"rail_spray", "rail_local"} <= strategies:
             raise ValueError(
@@ -433,6 +437,24 @@ class Scenario(Section):
                 "(lb.scheme = 'rps'), so it cannot share a run with strategy 'rail_local' under ecmp"
             )
         return self
+
+    def _port_buffer_holds_a_packet(self) -> None:
+        cap = self.switch.port_buffer
+        if not cap:
+            return
+        from spraylab.net.framing import data_wire_bytes
+
+        packet = data_wire_bytes(self.transport.mtu)
+        if cap < packet:
+            raise ValueError(
+                f"switch.port_buffer = {cap}: smaller than one data packet ({packet} B on the wire at "
+                f"transport.mtu = {self.transport.mtu}); use 0 (no cap) or at least {packet}"
+            )
+        if self.switch.lossless:
+            raise ValueError(
+                f"switch.port_buffer = {cap}: caps lossy queues; a lossless fabric (switch.lossless = "
+                "true) pauses instead of dropping; use 0 or switch.lossless = false"
+            )
 
     def _trimming_has_an_answer(self) -> None:
         """A trimmed header needs a receiver that NACKs it (``Recovery.nacks_trimmed``)."""

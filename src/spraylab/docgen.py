@@ -127,6 +127,7 @@ KEY_DOCS: dict[str, str] = {
     "switch.ecn_kmax_per_100g": "Kmax per 100 Gb/s: always mark above",
     "switch.ecn_pmax": "marking probability at Kmax",
     "switch.ecn_mark_at": "where the queue is sampled: dequeue (bytes behind) or enqueue (bytes ahead)",
+    "switch.port_buffer": "a fixed cap on each switch port's queue besides the shared buffer's threshold, as htsim's fixed-size queues (0 = none)",
     "switch.trimming": 'packet trimming: a data packet the buffer refuses goes on as its 64 B header at control priority, and the receiver NACKs it (needs transport.recovery = "uec")',
     "transport.cc": "congestion control",
     "transport.recovery": "loss recovery: go-back-N, selective repeat, UEC-style (trimming) or the ideal reference",

@@ -39,6 +39,9 @@ class SwitchParams:
     # its header (framing.TRIMMED_WIRE_BYTES) and forwarded at control priority instead of
     # dropped; the receiver NACKs it (transport.recovery = "uec"). Lossy fabrics only.
     trimming: bool = False
+    # A fixed cap on each switch port's queue besides the shared buffer's dynamic threshold
+    # (uet-htsim's switch queues have a fixed size: 1 BDP with trimming by default); 0 = none.
+    port_buffer_bytes: int = 0
 
 
 def check_trimming(sp: SwitchParams, transport: TransportParams) -> None:
@@ -70,6 +73,8 @@ def build_elements(net: Network) -> None:
     for name, tier in fabric.switch_tier.items():
         switch = Switch(sim, name, len(net.switches), tier, salt_rng.getrandbits(64))
         switch.buffer = SharedBuffer(sp.buffer_bytes, sp.dt_alpha)
+        if sp.port_buffer_bytes:
+            switch.buffer.set_port_limit(sp.port_buffer_bytes, data_wire_bytes(net.transport.mtu_bytes))
         net.switches[name] = switch
     for host_id, name in enumerate(fabric.hosts):
         net.hosts.append(Host(sim, net, host_id, name, fabric.host_server[host_id]))
