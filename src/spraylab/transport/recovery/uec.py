@@ -17,7 +17,8 @@ and forwarded at priority; ``spraylab.core`` ``c_trim``).
 * **RTO** (``transport.rto``) is the backstop for what trimming cannot report (a header lost to
   a failed link, a lost NACK): every outstanding PSN not SACKed is resent.
 
-Where it differs from uet-htsim is in ``docs/congestion-control.md`` ("Loss recovery: uec").
+What matches uet-htsim and what does not: ``docs/design.md``, "Packet trimming and the uec
+recovery mode".
 """
 
 from __future__ import annotations
