@@ -155,7 +155,7 @@ CASES: dict[str, Case] = {
         ("transport.cc", "bbr", "allowed: 'dcqcn'", "'hpcc'", "'none'"), transport={"cc": "bbr"}
     ),
     "transport_unknown_recovery": bad(
-        ("transport.recovery", "tcp", "'gbn', 'ideal' or 'sr'"), transport={"recovery": "tcp"}
+        ("transport.recovery", "tcp", "'gbn', 'ideal', 'sr' or 'uec'"), transport={"recovery": "tcp"}
     ),
     "transport_zero_mtu": bad(("transport.mtu", "0", "greater than 0"), transport={"mtu": 0}),
     "transport_bad_window": bad(("transport.window", "lots", "'bdp'"), transport={"window": "lots"}),

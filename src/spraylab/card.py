@@ -22,6 +22,7 @@ RECOVERY_NAMES = {
     "gbn": "go-back-N",
     "sr": "selective repeat",
     "ideal": "ideal (reorder-tolerant, oracle loss notice)",
+    "uec": "UEC-style (SACK, NACK of trimmed headers)",
 }
 TIER_NAMES = {0: "NVLink switch", 1: "ToR", 2: "tier-2", 3: "tier-3"}
 
@@ -138,7 +139,7 @@ def scenario_card(scenario: Scenario, fabric: Fabric | None = None) -> Card:
         f"fabric: {topo_name}, {facts['hosts']} hosts, {switches}; links {rates}; delay {delays}; "
         f"oversubscription {over}",
         f"switches: {'lossless (PFC)' if s.lossless else 'lossy'}, buffer {format_bytes(s.buffer)}, "
-        f"ECN {'on' if s.ecn else 'off'}",
+        f"ECN {'on' if s.ecn else 'off'}" + (", trimming" if s.trimming else ""),
         f"lb: {lb_line(scenario)}; MTU {format_bytes(t.mtu)}",
         f"workload: {_workload_text(scenario)}",
         f"seed {scenario.run.seed}; spraylab {version}",
@@ -146,7 +147,9 @@ def scenario_card(scenario: Scenario, fabric: Fabric | None = None) -> Card:
     data = {
         "topology": scenario.topology.kind,
         "fabric": facts,
-        "switch": {"lossless": s.lossless, "buffer_bytes": s.buffer, "ecn": s.ecn},
+        # trimming only when on: cards of runs before the option stay the same
+        "switch": {"lossless": s.lossless, "buffer_bytes": s.buffer, "ecn": s.ecn}
+        | ({"trimming": True} if s.trimming else {}),
         "recovery": t.recovery,
         "cc": t.cc,
         "lb": {"scheme": scenario.lb.scheme, **lb_params(scenario)},

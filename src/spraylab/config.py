@@ -132,9 +132,16 @@ class SwitchSection(Section):
     ecn_kmax_per_100g: PositiveBytes = param(_SWITCH, "ecn_kmax_bytes_per_100g")
     ecn_pmax: float = param(_SWITCH, "ecn_pmax", ge=0, le=1)
     ecn_mark_at: Literal["dequeue", "enqueue"] = param(_SWITCH, "ecn_mark_at")
+    trimming: bool = param(_SWITCH, "trimming")
+    port_buffer: Bytes = param(_SWITCH, "port_buffer_bytes")
 
     @model_validator(mode="after")
     def _thresholds(self) -> SwitchSection:
+        if self.trimming and self.lossless:
+            raise ValueError(
+                "switch.trimming = true: a lossless fabric (switch.lossless = true) never drops for "
+                "buffer, so nothing is trimmed; set one of them false"
+            )
         if self.ecn_kmin_per_100g > self.ecn_kmax_per_100g:
             raise ValueError(
                 f"switch.ecn_kmin_per_100g = {self.ecn_kmin_per_100g}: must not exceed "
@@ -143,6 +150,16 @@ class SwitchSection(Section):
         if self.pfc_xon and self.pfc_xoff and self.pfc_xon > self.pfc_xoff:
             raise ValueError(f"switch.pfc_xon = {self.pfc_xon}: must not exceed pfc_xoff = {self.pfc_xoff}")
         return self
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out at its default, so scenarios written before the option stay the same runs.
+        data = handler(self)
+        if not self.trimming:
+            data.pop("trimming", None)
+        if not self.port_buffer:
+            data.pop("port_buffer", None)
+        return data
 
     def to_params(self) -> SwitchParams:
         return to_params(self, SwitchParams)
@@ -415,6 +432,8 @@ class Scenario(Section):
             if late:
                 raise ValueError(late)
         self._engine_reads_every_section()
+        self._trimming_has_an_answer()
+        self._port_buffer_holds_a_packet()
         strategies = {getattr(w, "strategy", None) for w in self.workload}
         if self.lb.scheme == "ecmp" and {"rail_spray", "rail_local"} <= strategies:
             raise ValueError(
@@ -422,6 +441,42 @@ class Scenario(Section):
                 "(lb.scheme = 'rps'), so it cannot share a run with strategy 'rail_local' under ecmp"
             )
         return self
+
+    def _port_buffer_holds_a_packet(self) -> None:
+        cap = self.switch.port_buffer
+        if not cap:
+            return
+        from spraylab.net.framing import data_wire_bytes
+
+        packet = data_wire_bytes(self.transport.mtu)
+        if cap < packet:
+            raise ValueError(
+                f"switch.port_buffer = {cap}: smaller than one data packet ({packet} B on the wire at "
+                f"transport.mtu = {self.transport.mtu}); use 0 (no cap) or at least {packet}"
+            )
+        if self.switch.lossless:
+            raise ValueError(
+                f"switch.port_buffer = {cap}: caps lossy queues; a lossless fabric (switch.lossless = "
+                "true) pauses instead of dropping; use 0 or switch.lossless = false"
+            )
+
+    def _trimming_has_an_answer(self) -> None:
+        """A trimmed header needs a receiver that NACKs it (``Recovery.nacks_trimmed``)."""
+        if not self.switch.trimming:
+            return
+        from spraylab.transport.recovery.base import RECOVERIES
+
+        if not RECOVERIES.get(self.transport.recovery).nacks_trimmed:
+            allowed = [name for name in RECOVERIES.names() if RECOVERIES.get(name).nacks_trimmed]
+            raise ValueError(
+                f"switch.trimming = true: transport.recovery = {self.transport.recovery!r} has no answer "
+                f"to a trimmed header; use transport.recovery = {one_of(allowed)}"
+            )
+        if self.run.engine != "packet":
+            raise ValueError(
+                f"switch.trimming = true: run.engine = {self.run.engine!r} has no packets to trim; "
+                "set run.engine = 'packet' or trimming = false"
+            )
 
     def _engine_reads_every_section(self) -> None:
         """Sections the chosen engine would ignore are refused, not silently dropped."""

@@ -126,6 +126,11 @@ cdef class Host:
                 qp.on_nack(pkt)
             elif kind == CNP:
                 qp.on_cnp(pkt)
+            elif kind == TRIMMED:
+                if isinstance(qp.rx, Receiver):
+                    (<Receiver>qp.rx).on_trimmed(pkt)
+                else:
+                    qp.rx.on_trimmed(pkt)
         elif kind == DATA:  # a stand-in queue pair (tests)
             pkt.qp.rx.on_data(pkt)
         elif kind == ACK:
@@ -134,6 +139,8 @@ cdef class Host:
             pkt.qp.on_nack(pkt)
         elif kind == CNP:
             pkt.qp.on_cnp(pkt)
+        elif kind == TRIMMED:
+            pkt.qp.rx.on_trimmed(pkt)
 
     def __repr__(self) -> str:
         return f"Host({self.name})"

@@ -7,8 +7,11 @@ NACK = 2
 CNP = 3
 PAUSE = 4
 RESUME = 5
+# A data packet a full switch queue cut to its header (switch.trimming): not kind DATA, so every
+# hop sends it on the control path (strict priority) and the receiver NACKs its PSN.
+TRIMMED = 6
 
-KIND_NAMES = ("data", "ack", "nack", "cnp", "pause", "resume")
+KIND_NAMES = ("data", "ack", "nack", "cnp", "pause", "resume", "trimmed")
 
 # Hops an in-band telemetry record holds: a 3-tier fat-tree path crosses 5 switches (the HPCC
 # ns-3 model's IntHeader holds 5); hops beyond are counted in ``overflow``, not recorded.

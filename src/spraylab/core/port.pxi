@@ -54,6 +54,9 @@ cdef class Port:
     cdef public int64_t tx_bytes, tx_packets, drops, ecn_marks, max_queue_bytes
     cdef public int64_t pauses_received, paused_ps
     cdef public object drops_by_cause
+    # Packet trimming (switch.trimming): a data packet the buffer refuses is cut to this many
+    # link bytes and sent on as a header instead of dropped; 0 = off (drop).
+    cdef public int64_t trim_bytes, trimmed_packets
 
     def __init__(self, Simulator sim, name, owner, rate_bps, int64_t delay_ps, ecn, rng) -> None:
         self.sim = sim
@@ -97,6 +100,8 @@ cdef class Port:
         self.max_queue_bytes = 0
         self.pauses_received = 0
         self.paused_ps = 0
+        self.trim_bytes = 0
+        self.trimmed_packets = 0
 
     # --- configuration --------------------------------------------------------------------
     @property
@@ -177,7 +182,11 @@ cdef class Port:
                 and backlog > buffer.safe_port_bytes
                 and not buffer.admits(self, backlog, pkt.size)
             ):
-                c_sim_drop(pkt, BUFFER, self)
+                if self.trim_bytes and pkt.kind == DATA:
+                    c_trim(pkt, self)
+                    self.send_control(pkt)
+                else:
+                    c_sim_drop(pkt, BUFFER, self)
                 return
             if (
                 backlog > self.kmin
@@ -479,6 +488,24 @@ cdef class IngressCounter:
     def _resume_arrives(self, _) -> None:
         if not self.upstream.link.down:
             self.upstream.resume()
+
+
+cdef int c_trim(Packet pkt, Port port) except -1:
+    """Packet trimming (uet-htsim's CompositeQueue; NDP, Handley et al., SIGCOMM'17): the
+    payload of a data packet that found ``port``'s queue full is cut off and its header
+    (``port.trim_bytes`` link bytes, kind TRIMMED) goes on at the priority of control frames,
+    which every later hop gives it too (its kind is not DATA). The payload is lost, the header
+    is still the same packet in flight, so packet conservation holds as it is; the trim is
+    counted for the network, the flow and the port (``check_conservation`` compares them)."""
+    pkt.kind = TRIMMED
+    pkt.size = port.trim_bytes
+    pkt.payload = 0
+    port.trimmed_packets += 1
+    qp = pkt.qp
+    if qp is not None:
+        qp.net.trimmed_packets += 1
+        qp.trimmed_packets += 1
+    return 0
 
 
 cdef int c_sim_drop(Packet pkt, int cause, Port port) except -1:

@@ -82,7 +82,8 @@ cdef class QueuePair:
     cdef public uint64_t flow_hash
     cdef public bint in_sched, sender_done, rto_armed
     cdef public int64_t start_ps, acked_ps, last_progress_ps, rto_ps
-    cdef public int64_t sent_packets, retx_packets, nacks_received, timeouts
+    cdef public int64_t sent_packets, retx_packets, nacks_received, timeouts, trimmed_packets
+    cdef public bint nack_names_psn  # the recovery's NACKs name the PSN to resend in sack_psn
     cdef object _rto_cb, _ack_hook, _skip_resend, _on_resent, _cc_sent, _recovery_nack
 
     def __init__(self, net, spec, Nic nic, params, line_rate_bps) -> None:
@@ -130,6 +131,7 @@ cdef class QueuePair:
         self.retx_packets = 0
         self.nacks_received = 0
         self.timeouts = 0
+        self.trimmed_packets = 0  # this flow's data packets trimmed to their header (switch.trimming)
         self.drops_by_cause = no_drops()  # this flow's packets (data and control) lost, by cause
         self._rto_cb = self._on_rto
         # The parts, in dependency order: the receiver reads the congestion control's and the
@@ -141,6 +143,7 @@ cdef class QueuePair:
         recovery = recovery_cls(self, params)
         self.recovery = recovery
         self._recovery_nack = recovery.on_nack
+        self.nack_names_psn = recovery_cls.nack_names_psn
         self._skip_resend = optional_hook(recovery, "skip_resend", Recovery)
         self._on_resent = optional_hook(recovery, "on_resent", Recovery)
         self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
@@ -312,7 +315,7 @@ cdef class QueuePair:
         if self.sender_done:
             return
         if not claimed:
-            self._recovery_nack(psn)
+            self._recovery_nack(pkt.sack_psn if self.nack_names_psn else psn)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
 

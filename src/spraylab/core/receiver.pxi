@@ -28,6 +28,7 @@ cdef class Receiver:
     cdef public int64_t nack_timer_ps, nacked_epsn, nacked_ps, cnp_interval_ps, last_cnp_ps
     cdef public int64_t max_psn_seen, finish_ps, delivered_bytes, ooo_arrivals, max_reorder
     cdef public int64_t discards, spurious, duplicates, nacks_sent, cnps_sent, acks_sent
+    cdef public int64_t trimmed_headers  # headers of trimmed data packets that reached it
     cdef object _ack_timer_cb
 
     def __init__(self, QueuePair qp, Nic nic, params) -> None:
@@ -75,6 +76,7 @@ cdef class Receiver:
         self.nacks_sent = 0
         self.cnps_sent = 0
         self.acks_sent = 0
+        self.trimmed_headers = 0
 
     # --- helpers shared by the recovery modes -----------------------------------------
     cpdef _reply(self, int kind, Packet data):
@@ -246,6 +248,14 @@ cdef class Receiver:
     cpdef on_data(self, Packet pkt):
         raise NotImplementedError
 
+    cpdef on_trimmed(self, Packet pkt):
+        """The header of a data packet a switch trimmed (``switch.trimming``). Only a mode
+        whose receiver answers it may run on a trimming fabric (``Recovery.nacks_trimmed``,
+        checked when the network is built), so this is never reached otherwise."""
+        raise NotImplementedError(
+            f"{type(self).__name__}: a trimmed header arrived, and this receiver has no answer to one"
+        )
+
 
 cdef class GoBackNReceiver(Receiver):
     """Accept only PSN == ePSN; discard anything ahead and NACK(ePSN)."""
@@ -347,3 +357,24 @@ cdef class IdealReceiver(Receiver):
             # SACKed like any arrival (at once without coalescing), so the sender learns of
             # this PSN even while ePSN is stuck.
             self._coalesce(pkt)
+
+
+cdef class UecReceiver(IdealReceiver):
+    """The UEC-style receiver (``transport.recovery = "uec"``; uet-htsim's UecSink): places any
+    PSN out of order and SACKs cumulatively as :class:`IdealReceiver` does (its ``on_data``),
+    and answers the header of a trimmed packet (``on_trimmed``) at once: a NACK naming that PSN
+    in ``sack_psn`` (``psn`` carries the ePSN, as every NACK here), or, if that PSN is already
+    here (another copy arrived), an ACK, so the sender does not resend it."""
+
+    cpdef on_trimmed(self, Packet pkt):
+        self.trimmed_headers += 1
+        # A header keeps the ECN mark its data packet got before the trim point: the
+        # notification point reacts to it as to any marked arrival.
+        if pkt.ecn and self.cc_enabled:
+            self._maybe_cnp(pkt)
+        if self.received[pkt.psn]:
+            self.duplicates += 1
+            self._ack(pkt)
+            return
+        self.nacks_sent += 1
+        self._reply(NACK, pkt)

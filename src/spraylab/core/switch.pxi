@@ -1,6 +1,10 @@
 # A switch: per-destination equal-cost egress candidates, a load balancer picks one.
 
 
+NO_PORT_LIMIT = 1 << 62
+cdef int64_t C_NO_PORT_LIMIT = NO_PORT_LIMIT
+
+
 cdef class SharedBuffer:
     """A switch's shared packet buffer with a dynamic per-port threshold (Choudhury-Hahne):
     a port may queue at most ``alpha * (capacity - used)``.
@@ -20,6 +24,9 @@ cdef class SharedBuffer:
 
     cdef public int64_t capacity_bytes, hold_queues, held_bytes, safe_port_bytes
     cdef public int64_t used_bytes_then, added_bytes
+    # A static cap on each port's queue as well (switch.port_buffer; htsim's per-queue maxsize),
+    # NO_PORT_LIMIT when none; packet_bytes_max is the largest packet it must leave room for.
+    cdef public int64_t port_limit_bytes, packet_bytes_max
     cdef public double alpha
     cdef public list ports
 
@@ -32,6 +39,17 @@ cdef class SharedBuffer:
         self.safe_port_bytes = capacity_bytes
         self.used_bytes_then = 0
         self.added_bytes = 0
+        self.port_limit_bytes = C_NO_PORT_LIMIT
+        self.packet_bytes_max = 0
+
+    def set_port_limit(self, int64_t limit_bytes, int64_t packet_bytes_max) -> None:
+        """Cap every port's queue at ``limit_bytes`` too: a packet that would take a port's
+        backlog beyond it is refused whatever the shared buffer's threshold says (as a queue
+        of fixed size does: uet-htsim's switch queues). ``packet_bytes_max`` is the largest
+        packet: the fast path admits without the exact check only below the cap minus it."""
+        self.port_limit_bytes = limit_bytes
+        self.packet_bytes_max = packet_bytes_max
+        self._set_safe()
 
     def add_port(self, Port port) -> None:
         self.ports.append(port)
@@ -45,6 +63,8 @@ cdef class SharedBuffer:
     def _set_safe(self) -> None:
         n = len(self.ports) + self.hold_queues
         self.safe_port_bytes = <int64_t>(self.alpha * self.capacity_bytes / (1 + self.alpha * n))
+        if self.port_limit_bytes != C_NO_PORT_LIMIT:
+            self.safe_port_bytes = min(self.safe_port_bytes, self.port_limit_bytes - self.packet_bytes_max)
 
     cpdef int64_t used_bytes(self):
         cdef int64_t used = self.held_bytes
@@ -69,6 +89,8 @@ cdef class SharedBuffer:
         """May a queue of ``backlog`` bytes (a port's, or the holds' for ``port`` None) take
         ``size`` more?"""
         cdef int64_t limit = backlog + size
+        if port is not None and limit > self.port_limit_bytes:
+            return False
         # + one byte per port: each port's backlog is rounded down to whole bytes
         cdef int64_t bound = self.used_bytes_then + self.added_bytes + len(self.ports)
         if limit <= self.alpha * (self.capacity_bytes - bound):

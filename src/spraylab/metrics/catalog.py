@@ -41,6 +41,7 @@ class Metric:
     origin: Origin = "summary"  # summary.json, derived by reports, or an analysis' output
     show: str | None = None  # another presentation of the unit (units.format_value)
     absent: str | None = None  # the text for a run without the key (older stores)
+    only_with: str | None = None  # the setting without which an engine leaves the key out
 
 
 def _m(
@@ -58,7 +59,7 @@ _ENTRIES = [
        "downlink)", frozenset({L0_RAIL})),
     _m("l0.binding_link", "text", "binding link", "l0_rail: the busiest link", frozenset({L0_RAIL})),
     _m("scheme", "text", "scheme", "load-balancing scheme"),
-    _m("recovery", "text", "recovery", "RNIC loss recovery: gbn, sr or ideal"),
+    _m("recovery", "text", "recovery", "loss recovery (transport.recovery): gbn, sr, uec or ideal"),
     _m("cc", "text", "cc", "congestion control (transport.cc)"),
     _m("topology", "text", "topology", "topology kind"),
     _m("hosts", "count", "hosts", "hosts of the fabric"),
@@ -102,6 +103,14 @@ _ENTRIES = [
     _m("max_reorder", "count", "max reorder (pkts)", "largest reorder degree of any flow, packets", PACKET_ONLY),
     _m("discards", "count", "OOO discards", "out-of-order packets discarded by receivers", PACKET_ONLY),
     _m("timeouts", "count", "timeouts (RTO)", "retransmission timeouts", PACKET_ONLY),
+    _m(
+        "trimmed_packets",
+        "count",
+        "trimmed packets",
+        "data packets trimmed to their header by a full switch queue (not drops)",
+        PACKET_ONLY,
+        only_with="switch.trimming",
+    ),
     _m("drops_total", "count", "drops (all causes)", "packets lost, every cause", PACKET_ONLY),
     _m("drops", "count", "drops", "packets lost before the receiving RNIC (every cause but beyond_bitmap)",
        PACKET_ONLY),

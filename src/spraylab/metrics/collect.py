@@ -297,6 +297,9 @@ def summarize(
         "nack_wire_bytes": NACK_WIRE_BYTES,
         "cnp_wire_bytes": CNP_WIRE_BYTES,
     }
+    if net.switch_params.trimming:
+        # not a drop: the header went on and was NACKed (spraylab.net.conservation.check_trimmed)
+        summary["trimmed_packets"] = net.trimmed_packets
     summary.update(bucket_and_group_statistics(flows, groups))
     for key, value in net.lb.stats().items():
         summary[f"lb.{key}"] = value

@@ -1,5 +1,6 @@
 """The self-checks every run ends with: packet conservation, per-cause drop consistency, byte
-conservation per completed flow, and no buffer drop on a lossless fabric."""
+conservation per completed flow, no buffer drop on a lossless fabric, and the trim counts when
+switches trim."""
 
 from __future__ import annotations
 
@@ -52,9 +53,35 @@ def check_conservation(net: Network) -> dict[str, int]:
             )
     if net.switch_params.lossless and by_cause[BUFFER]:
         raise AssertionError(f"lossless fabric dropped {by_cause[BUFFER]} packets for lack of buffer")
-    return {
+    counts = {
         "injected": net.injected_packets,
         "consumed": net.consumed_packets,
         "dropped": dropped,
         "in_flight": in_flight,
     }
+    if net.switch_params.trimming:
+        counts["trimmed"] = check_trimmed(net)
+    return counts
+
+
+def check_trimmed(net: Network) -> int:
+    """Trimming (``switch.trimming``) is not a drop: the trimmed packet goes on as its header,
+    so packet conservation above holds with it as it is, and its payload, lost, reaches the
+    receiver only in a resent copy (byte conservation above counts delivered payload). Here:
+    the network's trim count is the flows' and the ports' sums, and no receiver saw more
+    headers than were trimmed for its flow (the others are in flight or were lost after the
+    trim, counted as drops). Returns the network's count."""
+    trimmed = net.trimmed_packets
+    per_flow = sum(qp.trimmed_packets for qp in net.qps)
+    at_ports = sum(p.trimmed_packets for p in net.ports)
+    if not trimmed == per_flow == at_ports:
+        raise AssertionError(
+            f"trimmed packets: network counted {trimmed}, flows {per_flow}, ports {at_ports}"
+        )
+    for qp in net.qps:
+        if qp.rx.trimmed_headers > qp.trimmed_packets:
+            raise AssertionError(
+                f"flow {qp.flow_id}: its receiver got {qp.rx.trimmed_headers} trimmed headers, "
+                f"but only {qp.trimmed_packets} of its packets were trimmed"
+            )
+    return trimmed

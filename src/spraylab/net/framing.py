@@ -49,3 +49,10 @@ ACK_WIRE_BYTES = wire_bytes(_ROCE_ENVELOPE_BYTES + BTH_BYTES + AETH_BYTES)
 NACK_WIRE_BYTES = ACK_WIRE_BYTES
 # CNP: BTH + 16 reserved bytes (78 B frame): 98 B on the wire.
 CNP_WIRE_BYTES = wire_bytes(_ROCE_ENVELOPE_BYTES + BTH_BYTES + CNP_RESERVED_BYTES)
+
+# A trimmed data packet (switch.trimming): a full switch queue cuts a data packet to its headers
+# and forwards those. uet-htsim trims to 64 B (main_uec.cpp's default -trimsize, which it asserts
+# is at least 64), the minimum Ethernet frame, which is also what the RoCEv2 headers without
+# payload pad to here (62 B -> 64 B); plus the preamble and gap every frame costs: 84 B.
+TRIMMED_FRAME_BYTES = MIN_FRAME_BYTES
+TRIMMED_WIRE_BYTES = wire_bytes(TRIMMED_FRAME_BYTES)

@@ -28,7 +28,7 @@ from spraylab.net.routing import Routing
 from spraylab.net.stop_rule import check_done
 from spraylab.net.switch import Switch
 from spraylab.net.telemetry import enable_int
-from spraylab.net.wiring import SwitchParams, build_elements, finish_links
+from spraylab.net.wiring import SwitchParams, build_elements, check_trimming, finish_links
 from spraylab.topology.fabric import Fabric
 from spraylab.transport.cc.base import CONGESTION_CONTROLS
 from spraylab.transport.params import TransportParams
@@ -52,6 +52,7 @@ class Network:
         transport: TransportParams,
         lb: LoadBalancer,
     ) -> None:
+        check_trimming(switch_params, transport)
         self.sim = sim
         self.fabric = fabric
         self.switch_params = switch_params
@@ -72,6 +73,7 @@ class Network:
         self.injected_packets = 0
         self.consumed_packets = 0
         self.drops_by_cause = no_drops()  # indexed by spraylab.net.drops cause
+        self.trimmed_packets = 0  # data packets cut to their header (switch.trimming): not drops
         self.flows_received = 0
         self.senders_done = 0
         self.stop_when_done = True

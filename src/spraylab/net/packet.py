@@ -1,8 +1,9 @@
-"""The packet: one RoCEv2 data packet or one control frame (compiled: ``spraylab.core``)."""
+"""The packet: one RoCEv2 data packet or one control frame, or the header a trimming switch
+left of a data packet (kind ``TRIMMED``) (compiled: ``spraylab.core``)."""
 
 from __future__ import annotations
 
-from spraylab.core._core import ACK, CNP, DATA, KIND_NAMES, NACK, PAUSE, RESUME, IntRecord, Packet
+from spraylab.core._core import ACK, CNP, DATA, KIND_NAMES, NACK, PAUSE, RESUME, TRIMMED, IntRecord, Packet
 from spraylab.net.framing import ACK_WIRE_BYTES, CNP_WIRE_BYTES, NACK_WIRE_BYTES
 
 __all__ = [
@@ -14,6 +15,7 @@ __all__ = [
     "PAUSE",
     "RESUME",
     "IntRecord",
+    "TRIMMED",
     "Packet",
     "CONTROL_WIRE_BYTES",
 ]

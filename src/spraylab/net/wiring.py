@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spraylab.net.framing import data_wire_bytes
+from spraylab.net.framing import TRIMMED_WIRE_BYTES, data_wire_bytes
 from spraylab.net.host import Host, Nic
 from spraylab.net.link import Link
 from spraylab.net.port import EcnConfig, IngressCounter, PfcPort, Port
@@ -17,6 +17,7 @@ from spraylab.net.switch import SharedBuffer, Switch
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
+    from spraylab.transport.params import TransportParams
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,33 @@ class SwitchParams:
     ecn_kmax_bytes_per_100g: int = 1_600_000
     ecn_pmax: float = 0.2
     ecn_mark_at: str = "dequeue"
+    # Packet trimming (uet-htsim's switches, NDP): a data packet the buffer refuses is cut to
+    # its header (framing.TRIMMED_WIRE_BYTES) and forwarded at control priority instead of
+    # dropped; the receiver NACKs it (transport.recovery = "uec"). Lossy fabrics only.
+    trimming: bool = False
+    # A fixed cap on each switch port's queue besides the shared buffer's dynamic threshold
+    # (uet-htsim's switch queues have a fixed size: 1 BDP with trimming by default); 0 = none.
+    port_buffer_bytes: int = 0
+
+
+def check_trimming(sp: SwitchParams, transport: TransportParams) -> None:
+    """Trimming needs a lossy fabric (a lossless one never drops for buffer: nothing to trim)
+    and a recovery mode whose receiver answers trimmed headers. ValueError, one line, otherwise."""
+    if not sp.trimming:
+        return
+    from spraylab.transport.recovery.base import RECOVERIES
+
+    if sp.lossless:
+        raise ValueError(
+            "switch.trimming = true: a lossless fabric (switch.lossless = true) never drops for "
+            "buffer, so nothing is trimmed; set one of them false"
+        )
+    if not RECOVERIES.get(transport.recovery).nacks_trimmed:
+        allowed = [name for name in RECOVERIES.names() if RECOVERIES.get(name).nacks_trimmed]
+        raise ValueError(
+            f"switch.trimming = true: transport.recovery = {transport.recovery!r} has no answer to a "
+            f"trimmed header; allowed with trimming: {', '.join(allowed)}"
+        )
 
 
 def build_elements(net: Network) -> None:
@@ -45,6 +73,8 @@ def build_elements(net: Network) -> None:
     for name, tier in fabric.switch_tier.items():
         switch = Switch(sim, name, len(net.switches), tier, salt_rng.getrandbits(64))
         switch.buffer = SharedBuffer(sp.buffer_bytes, sp.dt_alpha)
+        if sp.port_buffer_bytes:
+            switch.buffer.set_port_limit(sp.port_buffer_bytes, data_wire_bytes(net.transport.mtu_bytes))
         net.switches[name] = switch
     for host_id, name in enumerate(fabric.hosts):
         net.hosts.append(Host(sim, net, host_id, name, fabric.host_server[host_id]))
@@ -92,6 +122,8 @@ def _make_port(
         owner.buffer.add_port(port)
         if not sp.lossless:
             port.buffer = owner.buffer
+            if sp.trimming:
+                port.trim_bytes = TRIMMED_WIRE_BYTES
         if isinstance(peer, Switch) and peer.tier > owner.tier:
             port.is_uplink = True
             owner.uplinks.append(port)

@@ -47,6 +47,12 @@ class Recovery:
     notices_losses: ClassVar[bool] = False
     # Default of transport.cnp_on_ooo: an out-of-order arrival also triggers a CNP.
     cnp_on_ooo: ClassVar[bool] = False
+    # The receiver answers the header of a trimmed packet (Receiver.on_trimmed): the mode may
+    # run on a fabric with switch.trimming on.
+    nacks_trimmed: ClassVar[bool] = False
+    # Its NACK names the one PSN to resend in ``sack_psn`` (``psn`` is the cumulative ePSN, as
+    # in every NACK): the requester passes that PSN to :meth:`on_nack` instead of the ePSN.
+    nack_names_psn: ClassVar[bool] = False
     # Memory per packet of a flow's size (both ends), for the size guard (spraylab.budget).
     state_bytes_per_packet: ClassVar[int] = 1
 
@@ -67,7 +73,8 @@ class Recovery:
     # --- required -----------------------------------------------------------------------
     def on_nack(self, psn: int) -> None:
         """A NACK(ePSN = ``psn``) the load balancer did not take over; the cumulative ACK it
-        carries is already applied and the sender is not done."""
+        carries is already applied and the sender is not done. (For a mode with
+        :attr:`nack_names_psn`, ``psn`` is the PSN the NACK names instead.)"""
         raise NotImplementedError
 
     def on_timeout(self) -> None:

@@ -1,0 +1,92 @@
+"""UEC-style loss recovery with packet trimming, as uet-htsim's UEC transport does it (UecSrc /
+UecSink in ``htsim/sim/uec.cpp``, the Ultra Ethernet 1.0 reference simulator), on a fabric whose
+switches trim (``switch.trimming``: a data packet that finds its queue full is cut to its header
+and forwarded at priority; ``spraylab.core`` ``c_trim``).
+
+* **Receiver** (:class:`~spraylab.core._core.UecReceiver`): places any PSN, in order or not (no
+  reordering loss, so per-packet spraying costs nothing), and acknowledges arrivals with a
+  cumulative SACK: the ACK triggered by PSN p reports every first arrival the receiver had
+  then (as the ideal receiver's ``rank``), so the sender knows exactly what arrived and a lost
+  ACK is repaired by any later one. ACK coalescing is the transport's (``ack_every``,
+  ``ack_every_bytes``; htsim's rule is ``ack_every = 0, ack_every_bytes = 16384, ack_bytes =
+  "htsim"``); an ECN-marked arrival is acknowledged at once.
+* **Trimmed header**: the receiver NACKs its PSN at once (one NACK per header, no NACK timer),
+  or ACKs it if another copy of that PSN already arrived.
+* **Sender** (:class:`UecRecovery`): a NACK resends the PSN it names, unless it was SACKed since
+  or is already queued; a queued resend of a PSN SACKed meanwhile is skipped.
+* **RTO** (``transport.rto``) is the backstop for what trimming cannot report (a header lost to
+  a failed link, a lost NACK): every outstanding PSN not SACKed is resent.
+
+What matches uet-htsim and what does not: ``docs/design.md``, "Packet trimming and the uec
+recovery mode".
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from spraylab.core._core import UecReceiver  # compiled: core/receiver.pxi
+from spraylab.transport.recovery.base import Recovery, register_recovery
+
+if TYPE_CHECKING:
+    from spraylab.net.packet import Packet
+    from spraylab.transport.params import TransportParams
+    from spraylab.transport.qp import QueuePair
+
+
+@register_recovery
+class UecRecovery(Recovery):
+    name = "uec"
+    summary = "UEC-style (uet-htsim): out-of-order placement, cumulative SACK, NACK of trimmed headers, RTO backstop"
+    receiver = UecReceiver
+    # Its NACK names a trimmed PSN, not the ePSN a scheme that takes selective NACKs over (DFS,
+    # ToR-assist's NACK filter) would resend: it is not "selective" in that sense.
+    selective = False
+    acks_every_arrival = True
+    nacks_trimmed = True
+    nack_names_psn = True
+    # The receiver's rank list (8 B a slot) and received bitmap (1 B).
+    state_bytes_per_packet = 9
+
+    __slots__ = ("rank", "sack_count", "trim_nacks")
+
+    def __init__(self, qp: QueuePair, params: TransportParams) -> None:
+        super().__init__(qp, params)
+        self.rank: list[int] = qp.rx.rank
+        self.sack_count = 0  # the receiver's first arrivals the sender has heard of (SACK)
+        self.trim_nacks = 0  # NACKs that queued a resend
+
+    @classmethod
+    def ooo_window_packets(cls, params: TransportParams) -> int | None:
+        """No bitmap limit: the receiver places any PSN."""
+        return None
+
+    def _sacked(self, psn: int) -> bool:
+        rank = self.rank[psn]
+        return 0 < rank <= self.sack_count
+
+    # --- SACK ----------------------------------------------------------------------------
+    def on_ack(self, pkt: Packet) -> None:
+        """The ACK triggered by ``sack_psn`` reports the receiver's first ``rank[sack_psn]``
+        arrivals; the sender keeps the largest such count heard."""
+        count = self.rank[pkt.sack_psn]
+        if count > self.sack_count:
+            self.sack_count = count
+
+    def skip_resend(self, psn: int) -> bool:
+        return self._sacked(psn)
+
+    # --- NACK and RTO ----------------------------------------------------------------------
+    def on_nack(self, psn: int) -> None:
+        """The NACK of the trimmed header of ``psn`` (``nack_names_psn``)."""
+        qp = self.qp
+        if psn < qp.snd_una or psn >= qp.max_sent or self._sacked(psn) or psn in qp.retx_queue:
+            return
+        self.trim_nacks += 1
+        qp.retx_queue.append(psn)
+
+    def on_timeout(self) -> None:
+        qp = self.qp
+        retx_queue = qp.retx_queue
+        retx_queue.clear()  # the un-SACKed range below includes anything still queued
+        retx_queue.extend(p for p in range(qp.snd_una, qp.max_sent) if not self._sacked(p))
