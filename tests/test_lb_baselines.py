@@ -499,11 +499,11 @@ def test_adaptive_flow_granularity_sticks() -> None:
 # --- REPS -----------------------------------------------------------------------------------
 
 
-def reps_with_fake_qp(**params):
+def reps_with_fake_qp(nacks_trimmed: bool = False, **params):
     lb = make_lb("reps", params)
     sim = Simulator(7)
     lb.setup(SimpleNamespace(sim=sim))
-    qp = SimpleNamespace(lb=None, lb_state=None)
+    qp = SimpleNamespace(lb=None, lb_state=None, recovery=SimpleNamespace(nacks_trimmed=nacks_trimmed))
     lb.init_qp(qp)
     return lb, qp, sim
 
@@ -542,6 +542,18 @@ def test_reps_fifo_unit() -> None:
     lb.on_nack(qp, ack(8, ecn=True))
     assert lb.entropy(qp, 0) == 7
     assert lb.kernel.recycled == 3 + 4 + 2 + 1
+
+
+def test_reps_trim_nack_strikes_its_entropy() -> None:
+    """Over a recovery whose NACKs answer trimmed headers (uec), a NACK is REPS's congestion
+    signal (Bonato et al.: a trimmed packet's path is congested): its entropy is struck, not
+    recycled, as a marked ACK's would be."""
+    lb, qp, sim = reps_with_fake_qp(nacks_trimmed=True, buffer=4)
+    for e in (1, 2):
+        lb.on_ack(qp, ack(e))
+    lb.on_nack(qp, ack(1))
+    lb.on_nack(qp, ack(3))
+    assert qp.lb_state.fifo == [2] and qp.lb_state.good == [2]
 
 
 def test_reps_freeze_cycles_known_good() -> None:

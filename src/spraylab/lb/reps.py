@@ -12,6 +12,10 @@ Per queue pair:
   network (the out-of-order arrival that triggered them), so a NACK without ECN recycles its
   entropy like an ACK. (The paper's NACK is a trimmed packet, a congestion signal; an RNIC's
   NACK is not. CNPs never reach the scheme: the engine gives them to congestion control.)
+  Over a recovery mode whose NACKs answer trimmed headers (``uec`` on a trimming fabric,
+  ``Recovery.nacks_trimmed``) a NACK is the paper's: its entropy is struck like a marked one.
+  (uet-htsim spares a packet trimmed at the last hop, whose path was not to blame; spraylab's
+  NACK does not say where the trim happened, so every trim counts against its path.)
 * on a retransmission timeout the QP freezes for ``freeze_us``: no fresh entropies; packets
   take the FIFO's entropies, and when the FIFO is empty they cycle over the known-good list:
   the entropies of the last ``buffer`` clean ACKs, repeats included (the paper's ring buffer,
@@ -102,7 +106,7 @@ class Reps(LoadBalancer):
         self.kernel.echo(qp.lb_state, pkt)
 
     def on_nack(self, qp: SenderView, pkt: Packet) -> bool:
-        self.kernel.feedback(qp.lb_state, pkt.entropy, pkt.ecn)
+        self.kernel.feedback(qp.lb_state, pkt.entropy, pkt.ecn or qp.recovery.nacks_trimmed)
         return False
 
     def on_timeout(self, qp: SenderView) -> None:
