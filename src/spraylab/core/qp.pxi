@@ -48,6 +48,7 @@ def _both(first, second):
 
 
 cdef class SenderKernel  # core/sender_kernels.pxi
+cdef class CumulativeSack  # core/receiver.pxi
 
 
 cdef class QueuePair:
@@ -72,6 +73,7 @@ cdef class QueuePair:
     cdef public object net, spec, rx, recovery, cc, lb_state, retx_queue, drops_by_cause
     cdef object _lb, _lb_on_ack
     cdef public SenderKernel lb_kernel
+    cdef public CumulativeSack sack  # the recovery's SACK view, updated per ACK (or None)
     cdef public object line_rate_bps, drop_hook
     cdef public Simulator sim
     cdef public Nic nic
@@ -119,6 +121,7 @@ cdef class QueuePair:
         self.window_packets = self.window_cap_packets
         self._lb = self._lb_on_ack = None
         self.lb_kernel = None
+        self.sack = None
         self.lb_state = None
         self.in_sched = False
         self.sender_done = False
@@ -292,6 +295,8 @@ cdef class QueuePair:
                 self.net.on_sender_done(self)
 
     cpdef on_ack(self, Packet pkt):
+        if self.sack is not None:
+            self.sack.heard(pkt.sack_psn)
         hook = self._ack_hook
         if hook is not None:
             hook(pkt)

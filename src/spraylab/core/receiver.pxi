@@ -378,3 +378,29 @@ cdef class UecReceiver(IdealReceiver):
             return
         self.nacks_sent += 1
         self._reply(NACK, pkt)
+
+
+cdef class CumulativeSack:
+    """The sender's view of a cumulative-SACK receiver (``IdealReceiver`` and its kin): an ACK
+    triggered by PSN ``sack_psn`` reports the receiver's first ``rank[sack_psn]`` arrivals, and
+    the sender keeps the largest count heard, so PSN p is SACKed iff ``0 < rank[p] <= count``
+    and one lost ACK is repaired by any later one. A queue pair whose recovery sets ``qp.sack``
+    updates it on every ACK without a Python call."""
+
+    cdef list rank
+    cdef public int64_t count
+
+    def __init__(self, list rank) -> None:
+        self.rank = rank
+        self.count = 0
+
+    cpdef heard(self, int64_t sack_psn):
+        """An ACK triggered by ``sack_psn`` (or its content, when the ACK itself was lost)."""
+        cdef int64_t count = <int64_t>(<object>PyList_GET_ITEM(self.rank, sack_psn))
+        if count > self.count:
+            self.count = count
+
+    cpdef bint holds(self, int64_t psn):
+        """Is ``psn`` SACKed?"""
+        cdef int64_t rank = <int64_t>(<object>PyList_GET_ITEM(self.rank, psn))
+        return 0 < rank <= self.count

@@ -18,7 +18,7 @@ the flow's packets reaches :meth:`IdealRecovery.on_drop` (``sim_drop`` calls the
   the load balancer picks) unless the receiver holds it (it would not NACK it), it is already
   queued, or another copy (an RTO resend) is still in the network and decides on its own: a
   notice never causes a spurious retransmission;
-* a lost **ACK** causes no resend: SACK state is cumulative (:meth:`IdealRecovery.on_ack`), so
+* a lost **ACK** causes no resend: SACK state is cumulative (``CumulativeSack``, core/receiver.pxi), so
   any later ACK repairs the sender's view; and its content reaches the transport at drop +
   return (``_on_late_ack``), so a window-limited sender whose last ACKs die (a failed link in
   the ACK direction) does not wait for the RTO either;
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spraylab.core._core import IdealReceiver  # compiled: core/receiver.pxi
+from spraylab.core._core import CumulativeSack, IdealReceiver  # compiled: core/receiver.pxi
 from spraylab.net.framing import ACK_WIRE_BYTES
 from spraylab.net.packet import ACK, DATA, Packet
 from spraylab.net.routes import trace_route
@@ -53,8 +53,7 @@ class IdealRecovery(SelectiveRepeat):
     state_bytes_per_packet = 25
 
     __slots__ = (
-        "rank",
-        "sack_count",
+        "sack",
         "tx_copies",
         "lost_copies",
         "base_rtt_ps",
@@ -67,8 +66,9 @@ class IdealRecovery(SelectiveRepeat):
 
     def __init__(self, qp: QueuePair, params: TransportParams) -> None:
         super().__init__(qp, params)
-        self.rank: list[int] = qp.rx.rank
-        self.sack_count = 0  # the receiver's first arrivals the sender has heard of (SACK)
+        # The receiver's first arrivals the sender has heard of (SACK); the queue pair updates
+        # it on every ACK.
+        self.sack = qp.sack = CumulativeSack(qp.rx.rank)
         # Copies of each PSN put on the wire (the first send is counted in advance) and copies
         # lost in the network: a PSN has a copy in flight while the first exceeds the second
         # (and the receiver does not hold it yet).
@@ -86,29 +86,18 @@ class IdealRecovery(SelectiveRepeat):
         """No bitmap: the ideal receiver accepts any PSN."""
         return None
 
-    # --- SACK ----------------------------------------------------------------------------
-    def on_ack(self, pkt: Packet) -> None:
-        """Cumulative SACK: the ACK triggered by PSN ``sack_psn`` reports every PSN the
-        receiver held when it sent that ACK, i.e. its first ``rank[sack_psn]`` arrivals (for an
-        ACK of a duplicate, a lower bound), so one lost ACK is repaired by any later one. The
-        sender keeps the largest count heard; PSN p is SACKed iff ``0 < rank[p] <= sack_count``."""
-        count = self.rank[pkt.sack_psn]
-        if count > self.sack_count:
-            self.sack_count = count
-
     def skip_resend(self, psn: int) -> bool:
-        rank = self.rank[psn]
-        return 0 < rank <= self.sack_count
+        return self.sack.holds(psn)
 
     def on_resent(self, psn: int) -> None:
         self.tx_copies[psn] += 1
 
     def on_timeout(self) -> None:
         qp = self.qp
-        rank, count = self.rank, self.sack_count
+        holds = self.sack.holds
         retx_queue = qp.retx_queue
         retx_queue.clear()  # the un-SACKed range below includes anything still queued
-        retx_queue.extend(p for p in range(qp.snd_una, qp.max_sent) if not 0 < rank[p] <= count)
+        retx_queue.extend(p for p in range(qp.snd_una, qp.max_sent) if not holds(p))
 
     # --- oracle loss notification ----------------------------------------------------------
     def on_drop(self, pkt: Packet) -> None:
@@ -139,9 +128,7 @@ class IdealRecovery(SelectiveRepeat):
             return
         epsn, sack_psn = info
         self.late_acks += 1
-        count = self.rank[sack_psn]
-        if count > self.sack_count:
-            self.sack_count = count
+        self.sack.heard(sack_psn)
         qp.advance(epsn, qp.sim.now)
         if not qp.sender_done:
             qp.kick()

@@ -25,11 +25,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spraylab.core._core import UecReceiver  # compiled: core/receiver.pxi
+from spraylab.core._core import CumulativeSack, UecReceiver  # compiled: core/receiver.pxi
 from spraylab.transport.recovery.base import Recovery, register_recovery
 
 if TYPE_CHECKING:
-    from spraylab.net.packet import Packet
     from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
 
@@ -48,12 +47,13 @@ class UecRecovery(Recovery):
     # The receiver's rank list (8 B a slot) and received bitmap (1 B).
     state_bytes_per_packet = 9
 
-    __slots__ = ("rank", "sack_count", "trim_nacks")
+    __slots__ = ("sack", "trim_nacks")
 
     def __init__(self, qp: QueuePair, params: TransportParams) -> None:
         super().__init__(qp, params)
-        self.rank: list[int] = qp.rx.rank
-        self.sack_count = 0  # the receiver's first arrivals the sender has heard of (SACK)
+        # The receiver's first arrivals the sender has heard of (SACK); the queue pair updates
+        # it on every ACK.
+        self.sack = qp.sack = CumulativeSack(qp.rx.rank)
         self.trim_nacks = 0  # NACKs that queued a resend
 
     @classmethod
@@ -61,26 +61,14 @@ class UecRecovery(Recovery):
         """No bitmap limit: the receiver places any PSN."""
         return None
 
-    def _sacked(self, psn: int) -> bool:
-        rank = self.rank[psn]
-        return 0 < rank <= self.sack_count
-
-    # --- SACK ----------------------------------------------------------------------------
-    def on_ack(self, pkt: Packet) -> None:
-        """The ACK triggered by ``sack_psn`` reports the receiver's first ``rank[sack_psn]``
-        arrivals; the sender keeps the largest such count heard."""
-        count = self.rank[pkt.sack_psn]
-        if count > self.sack_count:
-            self.sack_count = count
-
     def skip_resend(self, psn: int) -> bool:
-        return self._sacked(psn)
+        return self.sack.holds(psn)
 
     # --- NACK and RTO ----------------------------------------------------------------------
     def on_nack(self, psn: int) -> None:
         """The NACK of the trimmed header of ``psn`` (``nack_names_psn``)."""
         qp = self.qp
-        if psn < qp.snd_una or psn >= qp.max_sent or self._sacked(psn) or psn in qp.retx_queue:
+        if psn < qp.snd_una or psn >= qp.max_sent or self.sack.holds(psn) or psn in qp.retx_queue:
             return
         self.trim_nacks += 1
         qp.retx_queue.append(psn)
@@ -89,4 +77,4 @@ class UecRecovery(Recovery):
         qp = self.qp
         retx_queue = qp.retx_queue
         retx_queue.clear()  # the un-SACKed range below includes anything still queued
-        retx_queue.extend(p for p in range(qp.snd_una, qp.max_sent) if not self._sacked(p))
+        retx_queue.extend(p for p in range(qp.snd_una, qp.max_sent) if not self.sack.holds(p))
