@@ -311,13 +311,18 @@ cdef class IdealReceiver(Receiver):
     once PSN p had arrived (0: not yet), so the ACK triggered by p reports all of the first
     ``rank[p]`` arrivals, and losing one ACK costs the sender nothing once a later one arrives."""
 
-    cdef public list rank
+    cdef vector[int64_t] _rank
     cdef public int64_t n_arrived
 
     def __init__(self, QueuePair qp, Nic nic, params) -> None:
         super().__init__(qp, nic, params)
-        self.rank = [0] * qp.n_packets
+        self._rank.assign(qp.n_packets, 0)
         self.n_arrived = 0
+
+    @property
+    def rank(self) -> list:
+        """``rank[p]`` per PSN (a copy)."""
+        return [r for r in self._rank]
 
     cpdef on_data(self, Packet pkt):
         # Once per data packet: _observe, _place and _in_order inlined (the same steps in the
@@ -338,7 +343,7 @@ cdef class IdealReceiver(Receiver):
             return
         n = self.n_arrived + 1
         self.n_arrived = n
-        self.rank[psn] = n
+        self._rank[psn] = n
         received[psn] = 1
         self.delivered_bytes += pkt.payload
         epsn = self.epsn
@@ -387,20 +392,20 @@ cdef class CumulativeSack:
     and one lost ACK is repaired by any later one. A queue pair whose recovery sets ``qp.sack``
     updates it on every ACK without a Python call."""
 
-    cdef list rank
+    cdef IdealReceiver rx
     cdef public int64_t count
 
-    def __init__(self, list rank) -> None:
-        self.rank = rank
+    def __init__(self, IdealReceiver rx) -> None:
+        self.rx = rx
         self.count = 0
 
     cpdef heard(self, int64_t sack_psn):
         """An ACK triggered by ``sack_psn`` (or its content, when the ACK itself was lost)."""
-        cdef int64_t count = <int64_t>(<object>PyList_GET_ITEM(self.rank, sack_psn))
+        cdef int64_t count = self.rx._rank[sack_psn]
         if count > self.count:
             self.count = count
 
     cpdef bint holds(self, int64_t psn):
         """Is ``psn`` SACKed?"""
-        cdef int64_t rank = <int64_t>(<object>PyList_GET_ITEM(self.rank, psn))
+        cdef int64_t rank = self.rx._rank[psn]
         return 0 < rank <= self.count

@@ -68,7 +68,7 @@ class IdealRecovery(SelectiveRepeat):
         super().__init__(qp, params)
         # The receiver's first arrivals the sender has heard of (SACK); the queue pair updates
         # it on every ACK.
-        self.sack = qp.sack = CumulativeSack(qp.rx.rank)
+        self.sack = qp.sack = CumulativeSack(qp.rx)
         # Copies of each PSN put on the wire (the first send is counted in advance) and copies
         # lost in the network: a PSN has a copy in flight while the first exceeds the second
         # (and the receiver does not hold it yet).

@@ -53,7 +53,7 @@ class UecRecovery(Recovery):
         super().__init__(qp, params)
         # The receiver's first arrivals the sender has heard of (SACK); the queue pair updates
         # it on every ACK.
-        self.sack = qp.sack = CumulativeSack(qp.rx.rank)
+        self.sack = qp.sack = CumulativeSack(qp.rx)
         self.trim_nacks = 0  # NACKs that queued a resend
 
     @classmethod
