@@ -582,7 +582,7 @@ def list_command() -> None:
 
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
     from spraylab.topology.base import TOPOLOGIES
-    from spraylab.transport.registry import cc_modes, recovery_modes
+    from spraylab.transport.registry import cc_modes, cc_parameters, recovery_modes
     from spraylab.workload.base import WORKLOADS
     from spraylab.workload.cdf import FlowSizeCdf
     from spraylab.workload.rail_strategies import STRATEGIES
@@ -611,7 +611,6 @@ def list_command() -> None:
     for title, column, names in (
         ("rail strategies (workload.strategy)", "strategy", {n: st.summary for n, st in STRATEGIES.items()}),
         ("loss recovery (transport.recovery)", "mode", recovery_modes()),
-        ("congestion control (transport.cc)", "mode", cc_modes()),
     ):
         modes = Table(title=title, title_justify="left")
         modes.add_column(column)
@@ -619,6 +618,12 @@ def list_command() -> None:
         for name, summary in names.items():
             modes.add_row(name, escape(summary))
         console.print(modes)
+    ccs = Table(title="congestion control (transport.cc)", title_justify="left")
+    for col in ("mode", "what it does", "parameters ([transport.<section>] defaults)"):
+        ccs.add_column(col)
+    for name, summary in cc_modes().items():
+        ccs.add_row(name, escape(summary), escape(cc_parameters(name)))
+    console.print(ccs)
     console.print(f"flow-size distributions (workload.cdf): {', '.join(FlowSizeCdf.names())}")
     console.print(f"presets (use in place of a scenario file): {', '.join(preset_names())}")
     examples = Table(title="example scenarios (spraylab run example:NAME)", title_justify="left")

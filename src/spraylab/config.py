@@ -50,6 +50,7 @@ from spraylab.topology.fat_tree import FatTreeTopology
 from spraylab.topology.leaf_spine import LeafSpineTopology
 from spraylab.topology.rail import RailTopology
 from spraylab.transport.cc.hpcc import HPCC_SECTION_FIELD, HpccSection
+from spraylab.transport.cc.nscc import NSCC_SECTION_FIELD, NsccSection
 from spraylab.transport.params import DcqcnParams, TransportParams
 from spraylab.transport.registry import cc_modes, fluid_refused_cc, recovery_modes
 from spraylab.workload.base import WORKLOADS, WorkloadSection
@@ -204,6 +205,7 @@ class TransportSection(Section):
     window: BytesOrBdp = param(_TRANSPORT, "window_bytes")
     dcqcn: DcqcnSection = DcqcnSection()
     hpcc: HpccSection = HPCC_SECTION_FIELD
+    nscc: NsccSection = NSCC_SECTION_FIELD
 
     @field_validator("cc")
     @classmethod
@@ -247,10 +249,18 @@ class TransportSection(Section):
             data.pop("ack_bytes", None)
         if self.hpcc == HpccSection():
             data.pop("hpcc", None)
+        if self.nscc == NsccSection():
+            data.pop("nscc", None)
         return data
 
     def to_params(self) -> TransportParams:
-        return to_params(self, TransportParams, dcqcn=self.dcqcn.to_params(), hpcc=self.hpcc.to_params())
+        return to_params(
+            self,
+            TransportParams,
+            dcqcn=self.dcqcn.to_params(),
+            hpcc=self.hpcc.to_params(),
+            nscc=self.nscc.to_params(),
+        )
 
 
 # --- load balancer ------------------------------------------------------------------------

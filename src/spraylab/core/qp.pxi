@@ -61,6 +61,8 @@ cdef class QueuePair:
 
     ``psn_window`` caps ``next PSN - snd_una`` (a scheme's bound, DFS's B);
     ``window_packets`` caps it too (``transport.window``, or the congestion control's window).
+    ``cwnd_bytes`` is a congestion window in bytes over :meth:`inflight_bytes` instead (NSCC's),
+    retransmissions included; ``NO_WINDOW`` (the default) turns it off.
     ``lb`` is the sender-side load balancer, or None; it sees this object as a
     :class:`~spraylab.transport.view.SenderView`. A built-in scheme sets ``lb_kernel`` too: its
     compiled per-packet hooks, called instead of ``lb.entropy`` and ``lb.on_ack``; a scheme
@@ -80,13 +82,14 @@ cdef class QueuePair:
     cdef public int64_t flow_id, src, dst, n_packets, mtu, last_payload, full_wire_bytes, last_wire_bytes
     cdef public double rate_bps, paced_ps_per_byte
     cdef public int64_t next_send_ps, snd_una, snd_nxt, max_sent, entropy
-    cdef public int64_t psn_window, window_packets, window_cap_packets
+    cdef public int64_t psn_window, window_packets, window_cap_packets, cwnd_bytes
     cdef public uint64_t flow_hash
     cdef public bint in_sched, sender_done, rto_armed
     cdef public int64_t start_ps, acked_ps, last_progress_ps, rto_ps
     cdef public int64_t sent_packets, retx_packets, nacks_received, timeouts, trimmed_packets
     cdef public bint nack_names_psn  # the recovery's NACKs name the PSN to resend in sack_psn
     cdef object _rto_cb, _ack_hook, _skip_resend, _on_resent, _cc_sent, _recovery_nack
+    cdef object _cc_nack, _cc_timeout
 
     def __init__(self, net, spec, Nic nic, params, line_rate_bps) -> None:
         from spraylab.net.framing import data_wire_bytes
@@ -119,6 +122,7 @@ cdef class QueuePair:
         self.psn_window = NO_WINDOW
         self.window_cap_packets = self._window_cap(net, params.window_bytes, line_rate_bps)
         self.window_packets = self.window_cap_packets
+        self.cwnd_bytes = NO_WINDOW
         self._lb = self._lb_on_ack = None
         self.lb_kernel = None
         self.sack = None
@@ -151,6 +155,8 @@ cdef class QueuePair:
         self._on_resent = optional_hook(recovery, "on_resent", Recovery)
         self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
         self._cc_sent = optional_hook(cc, "on_sent", CongestionControl)
+        self._cc_nack = optional_hook(cc, "on_nack", CongestionControl)
+        self._cc_timeout = optional_hook(cc, "on_timeout", CongestionControl)
         self._ack_hook = _both(
             optional_hook(recovery, "on_ack", Recovery), optional_hook(cc, "on_ack", CongestionControl)
         )
@@ -190,6 +196,33 @@ cdef class QueuePair:
         if self.start_ps >= 0 and not self.sender_done:
             self.kick()
 
+    def set_cwnd_bytes(self, int64_t cwnd_bytes) -> None:
+        """Send only while :meth:`inflight_bytes` plus one full frame fits in ``cwnd_bytes``
+        (``NO_WINDOW``: no byte window). The queue pair rechecks after every ACK, NACK and
+        timeout; a change made elsewhere kicks it here."""
+        self.cwnd_bytes = cwnd_bytes
+        if self.start_ps >= 0 and not self.sender_done:
+            self.kick()
+
+    cpdef int64_t inflight_bytes(self):
+        """Bytes in flight as the sender knows them, in full wire frames: PSNs sent and neither
+        SACKed nor queued for a resend (declared lost by a NACK or a timeout), as uet-htsim's
+        UecSrc counts ``_in_flight``; without a SACK view (go-back-N, selective repeat) the PSNs
+        between ``snd_una`` and ``snd_nxt``. A PSN with two copies out counts once."""
+        cdef int64_t packets
+        if self.sack is not None:
+            packets = self.max_sent - self.sack.count - len(self.retx_queue)
+        else:
+            packets = self.snd_nxt - self.snd_una
+        return packets * self.full_wire_bytes if packets > 0 else 0
+
+    cdef inline bint _cwnd_blocks(self):
+        """The byte window leaves no room for one more full frame."""
+        return (
+            self.cwnd_bytes < NO_WINDOW
+            and self.inflight_bytes() + self.full_wire_bytes > self.cwnd_bytes
+        )
+
     # --- sending ---------------------------------------------------------------------
     def start(self) -> None:
         self.start_ps = self.sim.now
@@ -199,6 +232,8 @@ cdef class QueuePair:
         self.nic.activate(self)
 
     cpdef bint has_work(self):
+        if self.cwnd_bytes < NO_WINDOW and self._cwnd_blocks():
+            return False
         if self.retx_queue:
             return True
         cdef int64_t nxt = self.snd_nxt
@@ -219,6 +254,8 @@ cdef class QueuePair:
         cdef int64_t payload, size, entropy
         cdef uint64_t h
         cdef bint resend = False
+        if self.cwnd_bytes < NO_WINDOW and self._cwnd_blocks():
+            return None
         retx_queue = self.retx_queue
         while retx_queue:
             psn = retx_queue.popleft()
@@ -319,6 +356,9 @@ cdef class QueuePair:
         claimed = self._lb is not None and self._lb.on_nack(self, pkt) and self.recovery.selective
         if self.sender_done:
             return
+        cc_nack = self._cc_nack
+        if cc_nack is not None:
+            cc_nack(pkt)
         if not claimed:
             self._recovery_nack(pkt.sack_psn if self.nack_names_psn else psn)
         if not self.in_sched and self.has_work():
@@ -343,6 +383,8 @@ cdef class QueuePair:
         self.timeouts += 1
         self.last_progress_ps = now
         self.recovery.on_timeout()
+        if self._cc_timeout is not None:
+            self._cc_timeout()
         if self._lb is not None:
             self._lb.on_timeout(self)
         self.rto_armed = True

@@ -215,11 +215,19 @@ def htsim_notes(transport: dict[str, Any]) -> list[str]:
     """What of htsim's UEC run the files do not carry, with the settings that match it where
     spraylab has them."""
     mss = HTSIM_PACKET_BYTES - HTSIM_HEADER_BYTES
-    notes = [
-        "htsim's UEC transport (NSCC/RCCC congestion control, packet trimming, its own loss recovery) "
-        f"is not modelled: spraylab runs transport.recovery = {transport['recovery']!r}, "
-        f"transport.cc = {transport['cc']!r}",
-    ]
+    if transport["cc"] == "nscc" and transport["recovery"] == "uec":
+        notes = [
+            "htsim's UEC transport runs as spraylab's NSCC and uec recovery (docs/congestion-control.md "
+            "lists what differs); its switches are the scenario's: htsim trims at a queue of 1 BDP and "
+            "marks ECN from 20% to 80% of a BDP (switch.trimming, switch.port_buffer, switch.ecn_kmin_per_100g, "
+            "switch.ecn_kmax_per_100g, switch.ecn_pmax = 1 to match; benchmarks/nscc_side_by_side.py sets them)",
+        ]
+    else:
+        notes = [
+            "htsim's UEC transport (NSCC/RCCC congestion control, packet trimming, its own loss recovery) "
+            f"is not modelled: spraylab runs transport.recovery = {transport['recovery']!r}, "
+            f"transport.cc = {transport['cc']!r} (transport.cc = 'nscc' with recovery 'uec' is its sender side)",
+        ]
     if transport["mtu"] != mss:
         notes.append(
             f"MTU: htsim's default packet is {HTSIM_PACKET_BYTES} B ({mss} B payload + {HTSIM_HEADER_BYTES} B header); "

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
 from spraylab.transport.cc.hpcc import HpccParams
+from spraylab.transport.cc.nscc import NsccParams
 
 # Bytes ``ack_every_bytes`` counts per data packet beyond its payload, per ``ack_bytes`` rule.
 # htsim's UEC sink adds each packet's size() (its MSS plus UecSrc::_hdr_size = 64 B) to the
@@ -71,6 +72,7 @@ class TransportParams:
     window_bytes: int | str = 0
     dcqcn: DcqcnParams = DcqcnParams()
     hpcc: HpccParams = HpccParams()  # read when cc = "hpcc" (spraylab.transport.cc.hpcc)
+    nscc: NsccParams = NsccParams()  # read when cc = "nscc" (spraylab.transport.cc.nscc)
 
     def __post_init__(self) -> None:
         # Imported here: the registries import the modules that import this one.

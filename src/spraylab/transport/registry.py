@@ -10,7 +10,7 @@ from typing import Any
 
 from spraylab.registry import Registry
 
-__all__ = ["Registry", "cc_modes", "optional_hook", "recovery_modes"]
+__all__ = ["Registry", "cc_modes", "cc_parameters", "optional_hook", "recovery_modes"]
 
 
 def optional_hook(obj: object, name: str, base: type) -> Any:
@@ -34,6 +34,20 @@ def cc_modes() -> dict[str, str]:
     from spraylab.transport.cc.base import CONGESTION_CONTROLS
 
     return {name: CONGESTION_CONTROLS.classes[name].summary for name in CONGESTION_CONTROLS.names()}
+
+
+def cc_parameters(name: str) -> str:
+    """Congestion control ``name``'s own section as ``[transport.X] key=default, ...``, or "-"
+    for a control without one (``spraylab list``)."""
+    from spraylab.config import TransportSection
+    from spraylab.transport.cc.base import CONGESTION_CONTROLS
+
+    section = CONGESTION_CONTROLS.get(name).params_section
+    if not section:
+        return "-"
+    model = TransportSection.model_fields[section].annotation
+    fields = getattr(model, "model_fields", {})
+    return f"[transport.{section}] " + ", ".join(f"{k}={v.default!r}" for k, v in fields.items())
 
 
 def fluid_refused_cc(name: str) -> str:

@@ -7,9 +7,14 @@ a ``@register``ed :class:`CongestionControl` subclass; ``transport.cc`` selects 
 Hooks, each optional and bound once per queue pair (one not overridden is never called, so it
 costs nothing per packet): :meth:`on_sent` (every data packet put on the wire), :meth:`on_ack`
 (every ACK, before its cumulative ePSN is applied; it echoes the data packet's ECN mark and
-send time) and :meth:`on_cnp`. What a congestion control may use of its queue pair: ``sim``,
-``sender_done``, ``line_rate_bps``, ``full_wire_bytes``, ``set_rate(rate_bps)`` and
-``set_window(packets)``.
+send time), :meth:`on_nack` (every NACK while the sender is not done, after its cumulative
+ePSN is applied and before the recovery mode acts on it: a NACK of a trimmed header is a
+congestion signal), :meth:`on_cnp` and :meth:`on_timeout` (after the recovery mode has queued
+its resends). What a congestion control may use of its queue pair: ``sim``, ``net``,
+``sender_done``, ``line_rate_bps``, ``full_wire_bytes``, ``mtu``, ``snd_una``, ``max_sent``,
+``sack`` (the recovery's SACK view, or None), ``inflight_bytes()``, ``set_rate(rate_bps)``,
+``set_window(packets)`` and ``set_cwnd_bytes(bytes)`` (a window in bytes over the bytes in
+flight).
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ class CongestionControl:
     # The fluid engines (run.engine != "packet") may stand in for it: they run every flow at
     # its converged max-min rate (docs/fluid.md). False refuses the scenario, with one line.
     fluid_engine: ClassVar[bool] = True
+    # The key of its own parameter section under [transport] ("" for none); `spraylab list`
+    # shows its parameters.
+    params_section: ClassVar[str] = ""
 
     __slots__ = ()
 
@@ -51,8 +59,16 @@ class CongestionControl:
     def on_ack(self, pkt: Packet) -> None:
         """An ACK arrived (``pkt.ecn``, ``pkt.sent_ps`` echo the data packet that triggered it)."""
 
+    def on_nack(self, pkt: Packet) -> None:
+        """A NACK arrived while the sender is not done (``pkt.sack_psn`` names the PSN where the
+        recovery's NACKs name one; ``pkt.sent_ps`` and ``pkt.ecn`` echo the NACKed copy)."""
+
     def on_cnp(self, now: int) -> None:
         """A CNP arrived (only while the sender is not done)."""
+
+    def on_timeout(self) -> None:
+        """The retransmission timer expired with packets outstanding (after the recovery mode
+        queued its resends)."""
 
 
 CONGESTION_CONTROLS: Registry[CongestionControl] = Registry("transport.cc", "spraylab.transport.cc")

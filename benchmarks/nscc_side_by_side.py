@@ -1,0 +1,233 @@
+"""NSCC + trimming side by side with uet-htsim: the same htsim connection matrices and fat-tree
+``.topo`` run by ``htsim_uec`` and by spraylab (``spraylab import htsim``), oblivious spraying
+(htsim ``-load_balancing_algo oblivious``, spraylab ``spray_rr`` over 64 entropies) and REPS
+(``reps`` on both sides), both on NSCC with packet trimming; median and p99 FCT compared.
+
+The htsim binary is an argument: this script neither fetches nor builds htsim. Usage:
+
+    python benchmarks/nscc_side_by_side.py --htsim /path/to/htsim_uec \\
+        --topo fat_tree_128_1os.topo --cm perm_a.cm perm_b.cm ... \\
+        [--schemes oblivious,reps] [--work /tmp/nscc-side] [--out benchmarks/nscc_side_by_side]
+
+It writes ``<out>.json`` (every FCT statistic and the commands) and ``<out>.md`` (the table).
+
+The spraylab side gets what htsim's UEC driver (``main_uec.cpp``) derives from the same network,
+read from htsim's own output so the two cannot drift: the queue of every port is one BDP in
+whole 4150 B packets (its trimming default), ECN marks between its printed low and high
+thresholds with probability rising to 1, its RTO is htsim's printed minimum RTO (REPS freezes
+for as long), 4086 B of payload per packet and htsim's ACK rule (an ACK per 16384 B counting
+64 B a packet). FCT on both sides is htsim's: the sender has every byte acknowledged
+(``finished at`` minus the start; spraylab ``acked_ps - start_ps``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HTSIM_PACKET_BYTES = 4150  # main_uec.cpp default packet (4086 B payload + 64 B header)
+HTSIM_MSS = 4086
+SPRAYLAB_LB = {
+    "oblivious": {"lb.scheme": "spray_rr", "lb.paths": "64"},
+    "reps": {"lb.scheme": "reps"},
+}
+FLOW_LINE = re.compile(r"^Flow (\S+) flowId (\d+) (\S+) (starting|finished) at ([0-9.eE+-]+)")
+
+
+def htsim_run(binary: Path, cm: Path, topo: Path, scheme: str, work: Path) -> dict[str, Any]:
+    """Run htsim_uec; FCT per flow id from its ``starting at`` / ``finished at`` lines, and the
+    network settings it derived (RTT, ECN thresholds, min RTO)."""
+    log = work / f"htsim_{cm.stem}_{scheme}.dat"
+    cmd = [
+        str(binary),
+        "-tm",
+        str(cm),
+        "-topo",
+        str(topo),
+        "-load_balancing_algo",
+        scheme,
+        "-end",
+        "5000",
+        "-o",
+        str(log),
+    ]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    wall = time.monotonic() - t0
+    (work / f"htsim_{cm.stem}_{scheme}.out").write_text(out)
+    starts: dict[int, float] = {}
+    ends: dict[int, float] = {}
+    for line in out.splitlines():
+        m = FLOW_LINE.match(line)
+        if m:
+            (starts if m.group(4) == "starting" else ends)[int(m.group(2))] = float(m.group(5))
+    settings: dict[str, float] = {}
+    for line in out.splitlines():
+        if m := re.search(r"network_max_unloaded_rtt ([0-9.eE+-]+)", line):
+            settings["network_rtt_us"] = float(m.group(1))
+        if m := re.search(r"Setting ECN to parameters low (\d+) high (\d+)", line):
+            settings["ecn_low_bytes"], settings["ecn_high_bytes"] = float(m.group(1)), float(m.group(2))
+        if m := re.search(r"Setting min RTO to ([0-9.eE+-]+)", line):
+            settings["min_rto_us"] = float(m.group(1))
+    fct_us = [ends[f] - starts[f] for f in ends if f in starts]
+    return {
+        "command": " ".join(cmd),
+        "flows": len(starts),
+        "done": len(ends),
+        "fct_us": fct_us,
+        "settings": settings,
+        "wall_s": wall,
+    }
+
+
+def topo_rate_gbps(topo: Path) -> float:
+    for line in topo.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "Downlink_speed_Gbps":
+            return float(parts[1])
+    raise SystemExit(f"{topo}: no Downlink_speed_Gbps line")
+
+
+def spraylab_run(
+    cm: Path, topo: Path, scheme: str, settings: dict[str, float], rate_gbps: float, work: Path
+) -> dict[str, Any]:
+    rtt_s = settings["network_rtt_us"] * 1e-6
+    bdp_packets = math.ceil(rtt_s * rate_gbps * 1e9 / 8 / HTSIM_PACKET_BYTES)
+    per_100g = 100 / rate_gbps
+    overrides = {
+        "switch.lossless": "false",
+        "switch.trimming": "true",
+        "switch.port_buffer": str(bdp_packets * HTSIM_PACKET_BYTES),
+        "switch.ecn": "true",
+        "switch.ecn_kmin_per_100g": str(int(settings["ecn_low_bytes"] * per_100g)),
+        "switch.ecn_kmax_per_100g": str(int(settings["ecn_high_bytes"] * per_100g)),
+        "switch.ecn_pmax": "1.0",
+        "transport.cc": "nscc",
+        "transport.recovery": "uec",
+        "transport.mtu": str(HTSIM_MSS),
+        "transport.ack_every": "0",
+        "transport.ack_every_bytes": "16384",
+        "transport.ack_bytes": "htsim",
+        "transport.rto": f"{settings['min_rto_us']}us",
+        "run.progress": "false",
+        **SPRAYLAB_LB[scheme],
+    }
+    if scheme == "reps":
+        overrides["lb.freeze_us"] = str(settings["min_rto_us"])
+    scenario = work / f"spraylab_{cm.stem}_{scheme}.toml"
+    result_dir = work / f"spraylab_{cm.stem}_{scheme}"
+    spraylab = [sys.executable, "-m", "spraylab.cli"]
+    cmd_import = [
+        *spraylab,
+        "import",
+        "htsim",
+        "--topology",
+        str(topo),
+        "--flows",
+        str(cm),
+        "--out",
+        str(scenario),
+    ]
+    for key, value in overrides.items():
+        cmd_import += ["--set", f"{key}={value}"]
+    subprocess.run(cmd_import, capture_output=True, text=True, check=True)
+    cmd_run = [*spraylab, "run", str(scenario), "--out", str(result_dir), "--format", "json"]
+    t0 = time.monotonic()
+    subprocess.run(cmd_run, capture_output=True, text=True, check=True)
+    wall = time.monotonic() - t0
+    from spraylab.metrics.result import Result
+
+    flows = Result.load(result_dir).flows
+    done = flows[flows.acked_ps >= 0]
+    fct_us = ((done.acked_ps - done.start_ps) / 1e6).tolist()
+    summary = json.loads((result_dir / "summary.json").read_text())
+    keep = ("trimmed_packets", "retx_packets", "timeouts", "drops_total", "acks_sent", "nacks_sent")
+    return {
+        "import_command": " ".join(cmd_import),
+        "run_command": " ".join(cmd_run),
+        "flows": len(flows),
+        "done": len(done),
+        "fct_us": fct_us,
+        "counters": {k: summary.get("summary", summary).get(k) for k in keep},
+        "wall_s": wall,
+    }
+
+
+def stats(fct_us: list[float]) -> dict[str, float]:
+    a = np.asarray(fct_us, dtype=float)
+    return {
+        "median_us": float(np.percentile(a, 50)),
+        "p99_us": float(np.percentile(a, 99)),
+        "mean_us": float(a.mean()),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--htsim", type=Path, required=True, help="path to a built htsim_uec")
+    ap.add_argument("--topo", type=Path, required=True, help="htsim fat-tree .topo file")
+    ap.add_argument("--cm", type=Path, nargs="+", required=True, help="htsim connection matrices")
+    ap.add_argument("--schemes", default="oblivious,reps")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/nscc-side"))
+    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("nscc_side_by_side"))
+    ap.add_argument("--htsim-commit", default="", help="the htsim commit, recorded in the JSON")
+    args = ap.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    rate = topo_rate_gbps(args.topo)
+    cases = []
+    for cm in args.cm:
+        for scheme in args.schemes.split(","):
+            h = htsim_run(args.htsim, cm, args.topo, scheme, args.work)
+            s = spraylab_run(cm, args.topo, scheme, h["settings"], rate, args.work)
+            hs, ss = stats(h["fct_us"]), stats(s["fct_us"])
+            case = {
+                "cm": cm.name,
+                "scheme": scheme,
+                "htsim": {**h, **hs, "fct_us": sorted(h["fct_us"])},
+                "spraylab": {**s, **ss, "fct_us": sorted(s["fct_us"])},
+                "median_diff": ss["median_us"] / hs["median_us"] - 1,
+                "p99_diff": ss["p99_us"] / hs["p99_us"] - 1,
+            }
+            cases.append(case)
+            print(
+                f"{cm.name} {scheme}: median {hs['median_us']:.1f} / {ss['median_us']:.1f} us "
+                f"({case['median_diff']:+.1%}), p99 {hs['p99_us']:.1f} / {ss['p99_us']:.1f} us ({case['p99_diff']:+.1%})",
+                file=sys.stderr,
+            )
+    report = {
+        "what": "NSCC + trimming: htsim_uec vs spraylab on the same .cm/.topo, median and p99 FCT (sender-side: every byte acknowledged)",
+        "htsim_commit": args.htsim_commit,
+        "topo": args.topo.name,
+        "target": "median and p99 FCT within 5% of htsim's",
+        "cases": cases,
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [
+        "# NSCC + trimming: spraylab vs uet-htsim, side by side",
+        "",
+        f"Generated by `benchmarks/nscc_side_by_side.py` on `{args.topo.name}` (htsim commit "
+        f"{args.htsim_commit or 'not given'}). Target: median and p99 FCT within 5% of htsim's.",
+        "",
+        "| matrix | scheme | htsim median / p99 (us) | spraylab median / p99 (us) | median diff | p99 diff | flows done (h / s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c in cases:
+        h, s = c["htsim"], c["spraylab"]
+        lines.append(
+            f"| {c['cm']} | {c['scheme']} | {h['median_us']:.1f} / {h['p99_us']:.1f} | {s['median_us']:.1f} / {s['p99_us']:.1f} "
+            f"| {c['median_diff']:+.1%} | {c['p99_diff']:+.1%} | {h['done']}/{h['flows']} / {s['done']}/{s['flows']} |"
+        )
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
