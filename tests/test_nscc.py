@@ -73,8 +73,9 @@ def _summary(out: Any) -> str:
 
 
 # 4:1 converges more slowly than its 8 MB last: the line-rate start trims the flows unequally
-# (two spines, so the flows reach the receiver's link unevenly), and NSCC closes the gap only by
-# its mild multiplicative decreases near the target (factor 1 - gamma (avg - target) / avg).
+# (27, 93, 127, 124 packets), each trim's NACK cuts a packet off its flow's window, and NSCC
+# closes the gap only by its mild multiplicative decreases near the target (a factor of
+# 1 - gamma (avg - target) / avg). docs/congestion-control.md, "NSCC", "What it does".
 _SLOW_4 = pytest.mark.xfail(
     strict=True, reason="measured: Jain 0.936 over the 4 flows' throughputs (8 MB, seed 1); cct/bound 1.039"
 )
