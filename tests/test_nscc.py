@@ -307,3 +307,40 @@ def test_spraylab_list_shows_nscc_with_its_parameters_and_the_reps_preset() -> N
     out = CliRunner().invoke(app, ["list"], env={"COLUMNS": "400"}).output
     assert "nscc" in out and "[transport.nscc]" in out and "target_qdelay" in out
     assert "reps" in out.split("presets")[-1]
+
+
+def test_a_window_below_the_ack_threshold_keeps_its_ack_clock() -> None:
+    """ACK clocking (uet-htsim's "ar" flag): with htsim's ACK rule (an ACK per 16384 B) a
+    window of two frames (8 KB) would never reach the threshold, and the flow would wait for the
+    RTO after every window. The packet that fills the window asks for an ACK at once, so a
+    window-limited flow sends W per round trip: n packets take n / 2 base RTTs (within 15%: each
+    round trip also carries the second frame's serialization), with no timeout."""
+    topology = {"kind": "leaf_spine", "leaves": 2, "spines": 1, "hosts_per_leaf": 1, "host_rate": "100Gbps"}
+    probe = build(
+        validate({"topology": topology, "workload": {"kind": "incast", "senders": 1, "size": 1000}})
+    )
+    rtt_ps = fabric_base_rtt_ps(probe.net, MTU)
+    frame = data_wire_bytes(MTU)
+    bdp = rtt_ps * 100e9 / 8e12
+    n_packets = 100
+    simulation = build(
+        validate(
+            {
+                "topology": topology,
+                "transport": {
+                    **NSCC_TRANSPORT,
+                    "ack_every": 0,
+                    "ack_every_bytes": 16384,
+                    "ack_bytes": "htsim",
+                    "nscc": {"max_window_bdp": 2.5 * frame / bdp},
+                },
+                "workload": {"kind": "incast", "senders": 1, "size": n_packets * MTU, "receiver": 0},
+                "run": {"progress": False},
+            }
+        )
+    )
+    simulation.run()
+    (qp,) = simulation.net.qps
+    assert qp.timeouts == 0
+    ratio = (qp.acked_ps - qp.start_ps) / (n_packets / 2 * rtt_ps)
+    assert 1.0 <= ratio <= 1.15, f"FCT / (n/2 base RTTs) = {ratio:.3f}"

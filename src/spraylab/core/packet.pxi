@@ -88,6 +88,10 @@ cdef class Packet:
     cdef public int64_t src, dst, psn, sack_psn, size, payload, entropy, sent_ps, path_id, path_seq
     cdef public uint64_t hash
     cdef public bint ecn, retx
+    # A data packet that asks for an ACK at once (uet-htsim's "ar" flag): its sender's byte
+    # window is full after it (NSCC), or it is the message's last. False unless a byte window is
+    # set (zeroed at allocation).
+    cdef public bint ack_request
     cdef public object ingress  # the IngressCounter that holds its bytes (lossless switches)
     cdef public object via  # the Port it last left through
     # In-band telemetry (an IntRecord) on networks whose congestion control reads it, else

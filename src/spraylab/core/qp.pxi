@@ -294,6 +294,14 @@ cdef class QueuePair:
         else:
             self.max_sent = psn + 1
         self.sent_packets += 1
+        if self.cwnd_bytes < NO_WINDOW and (
+            psn == self.n_packets - 1
+            or self.inflight_bytes() + self.full_wire_bytes >= self.cwnd_bytes
+        ):
+            # uet-htsim's UecSrc sets "ar" when its window is full after this packet or the
+            # message has no more: the receiver ACKs it at once, so a window below the ACK
+            # threshold (ack_every_bytes) still gets its ACK clock.
+            pkt.ack_request = True
         if self.paced_ps_per_byte:
             self.next_send_ps = now + <int64_t>(<double>size * self.paced_ps_per_byte)
         cc_sent = self._cc_sent

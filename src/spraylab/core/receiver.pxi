@@ -205,9 +205,10 @@ cdef class Receiver:
         self.unacked_bytes += pkt.payload + self.ack_header_bytes
 
     cpdef _coalesce(self, Packet pkt):
-        """``pkt`` was accepted: ACK it now if a threshold is reached, it is ECN-marked or it
-        completes the message (in ``pkt``'s object: callers make this its last use); otherwise
-        leave the ACK pending (armed on ``ack_delay``)."""
+        """``pkt`` was accepted: ACK it now if a threshold is reached, it is ECN-marked, it asks
+        for an ACK (``ack_request``: its sender's byte window is full) or it completes the
+        message (in ``pkt``'s object: callers make this its last use); otherwise leave the ACK
+        pending (armed on ``ack_delay``)."""
         cdef int64_t unacked = self.unacked + 1
         cdef int64_t unacked_bytes = self.unacked_bytes + pkt.payload + self.ack_header_bytes
         cdef int64_t deadline
@@ -216,6 +217,7 @@ cdef class Receiver:
             or unacked_bytes >= self.ack_every_bytes
             or pkt.ecn
             or self.epsn == self.n_packets
+            or pkt.ack_request
         ):
             # _ack, inlined: this runs once per data packet at the default ack_every = 1
             self.unacked = self.unacked_bytes = 0
