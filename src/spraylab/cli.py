@@ -620,7 +620,7 @@ def list_command() -> None:
         console.print(modes)
     ccs = Table(title="congestion control (transport.cc)", title_justify="left")
     for col in ("mode", "what it does", "parameters ([transport.<section>] defaults)"):
-        ccs.add_column(col)
+        ccs.add_column(escape(col))
     for name, summary in cc_modes().items():
         ccs.add_row(name, escape(summary), escape(cc_parameters(name)))
     console.print(ccs)
