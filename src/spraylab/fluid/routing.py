@@ -35,29 +35,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spraylab.lb.base import REGISTRY as lb_registry
 from spraylab.net.routes import MAX_HOPS, hop_hash
 from spraylab.topology.fabric import Fabric
 
 __all__ = [
     "FluidFabric",
     "ROUTE_MODELS",
+    "fluid_schemes",
     "hop_hash_array",
     "packet_hash_array",
     "route_model",
     "random_words",
 ]
-
-# load balancer -> route model (module docstring)
-ROUTE_MODELS: dict[str, str] = {
-    "ecmp": "hash",
-    "rps": "split",
-    "spray_rr": "entropies",
-    "tor_assist": "tor_split",
-    "reps": "pool",
-    "adaptive": "pool",
-    "drill": "pool",
-    "dfs": "pool",
-}
 
 
 def hop_hash_array(pkt_hash: np.ndarray, seed: np.ndarray | int) -> np.ndarray:
@@ -92,15 +82,28 @@ def _rows(columns: list[np.ndarray], length: np.ndarray) -> np.ndarray:
     return links
 
 
+# the route models of the module docstring; a scheme names its own (LoadBalancer.fluid_model)
+ROUTE_MODELS = ("hash", "split", "entropies", "tor_split", "pool")
+
+
+def fluid_schemes() -> list[str]:
+    """The registered schemes the flow-level engines model, by name."""
+    return [name for name in lb_registry.names() if lb_registry.get(name).fluid_model is not None]
+
+
 def route_model(scheme: str) -> str:
-    """The route model of ``scheme``; raises ``ValueError`` for schemes the fluid engine does
-    not model (their choice depends on state the fluid engine does not keep)."""
-    try:
-        return ROUTE_MODELS[scheme]
-    except KeyError:
+    """The route model ``scheme`` declares (``LoadBalancer.fluid_model``); raises ``ValueError``
+    for schemes that declare none (their choice depends on state the fluid engine does not keep)."""
+    model = lb_registry.get(scheme).fluid_model
+    if model is None:
         raise ValueError(
-            f"lb.scheme = {scheme!r}: not modelled by the fluid engine; allowed {', '.join(sorted(ROUTE_MODELS))}"
-        ) from None
+            f"lb.scheme = {scheme!r}: not modelled by the fluid engine; allowed {', '.join(sorted(fluid_schemes()))}"
+        )
+    if model not in ROUTE_MODELS:
+        raise ValueError(
+            f"lb.scheme = {scheme!r}: fluid_model = {model!r} is not a route model; allowed {', '.join(ROUTE_MODELS)}"
+        )
+    return model
 
 
 @dataclass

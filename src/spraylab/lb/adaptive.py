@@ -54,6 +54,7 @@ class AdaptiveRouting(LoadBalancer):
     name = "adaptive"
     where = "switch"
     summary = "least queued bytes among the candidates, ties random; granularity packet or flow"
+    fluid_model = "pool"
     Params = AdaptiveParams
 
     def setup(self, net: Network) -> None:
