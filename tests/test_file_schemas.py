@@ -182,7 +182,7 @@ STUDY_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "analysis_unknown": (
         study_file().replace('"fat_tree_hash_uniformity"', '"hash_uniformity"'),
-        ("sweep[1].analysis = 'hash_uniformity'", "unknown analysis; allowed: fat_tree_hash_uniformity"),
+        ("sweep[1].analysis = 'hash_uniformity'", "unknown analysis; allowed: ", "fat_tree_hash_uniformity"),
     ),
     "analysis_parameter_unknown": (
         study_file().replace("axes = {k = [4]}", "axes = {k = [4], radix = [2]}"),

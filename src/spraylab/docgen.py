@@ -340,7 +340,13 @@ def _file_sections() -> list[str]:
             "A scenario sweep (a base and inline scenario sections, as a sweep file, under variants, seeds "
             "and axes) or an analysis (`analysis` with its parameters as `axes`).",
         ),
-        _section("`[[claim]]`", study.ClaimTable, "claim[]."),
+        _section(
+            "`[[claim]]`",
+            study.ClaimTable,
+            "claim[].",
+            "A statistic of a metric over some points, compared with a reference (`reference`, times "
+            "`factor`) or a threshold (`value`); `spraylab study render` judges it against the store.",
+        ),
         _section("`[references.NAME]`", study.ReferenceNumber, "references.NAME."),
     ]
 

@@ -324,8 +324,15 @@ class StudyFile(Section):
     profiles: Profiles = Field(
         {}, description="size profiles (`--profile NAME`): overrides of every scenario sweep"
     )
-    sweep: list[StudySweepTable] = Field(min_length=1, description="`[[sweep]]` tables, at least one")  # type: ignore[valid-type]
+    sweep: list[StudySweepTable] = Field([], description="required: `[[sweep]]` tables, at least one")  # type: ignore[valid-type]
     claim: list[ClaimTable] = Field([], description="`[[claim]]` tables")
     references: dict[str, ReferenceNumber] = Field(
         {}, description="`[references.NAME]`: numbers from the literature"
     )
+
+    @model_validator(mode="after")
+    def _has_sweeps(self) -> StudyFile:
+        # checked once the keys are: a file of the wrong kind is named by its unknown keys first
+        if not self.sweep:
+            raise ValueError("[[sweep]]: missing; give at least one sweep table")
+        return self
