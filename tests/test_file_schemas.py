@@ -139,6 +139,11 @@ STUDY_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
         study_file(claim='reference = "ecmp/sr"\nfactor = "big"'),
         ("claim[0].factor = 'big'", "valid number"),
     ),
+    "value_true": (study_file(claim="value = true"), ("claim[0].value = True", "valid number")),
+    "low_a_string": (
+        study_file().replace("value = 0.2", 'low = "0.1"\nhigh = 0.3'),
+        ("references.paper.low = '0.1'", "valid number"),
+    ),
     "variant_a_number": (
         study_file().replace('variants = ["ecmp/sr",', "variants = [3,"),
         ("sweep[0].variants[0] = 3", 'a label or {label = "...", seeds = [...]}'),

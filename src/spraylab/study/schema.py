@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import AfterValidator, BeforeValidator, Field, create_model, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    Strict,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from spraylab.config_types import Section
 from spraylab.sweep_schema import SEED_AXIS, VARIANT_AXIS, Axes, check_scenario_axes, scenario_sections
@@ -66,6 +74,8 @@ def _override_tables(value: Any) -> Any:
 
 
 NonEmptyStr = Annotated[str, BeforeValidator(_non_empty)]
+# A number as written: an integer or a float, never a string or true/false (and finite: Section)
+Number = Annotated[float, Strict()]
 Seeds = Annotated[list[int], BeforeValidator(_seeds)]
 # ``[profiles.NAME]``: dotted key = value, set in the base scenario ("axes.KEY" = [...]: an axis'
 # values) when the study runs with --profile NAME
@@ -272,9 +282,9 @@ class ClaimTable(Section):
     statistic: Annotated[Statistic, _one_of(STATISTICS)] = Field("mean", description="over the points")
     compare: Annotated[Comparison, _one_of(COMPARISONS)] = Field(description="statistic COMPARE reference")
     reference: ReferenceTable | None = Field(None, description="the other side: give it or `value`")
-    factor: float = Field(1.0, description="the reference is multiplied by this")
-    value: float | None = Field(None, description="an absolute threshold instead of a reference")
-    tolerance: float = Field(0.0, ge=0, description="slack of the comparison, in the metric's unit")
+    factor: Number = Field(1.0, description="the reference is multiplied by this")
+    value: Number | None = Field(None, description="an absolute threshold instead of a reference")
+    tolerance: Number = Field(0.0, ge=0, description="slack of the comparison, in the metric's unit")
     if_not_met: str = Field("", description="what the page says when the claim is not met")
     for_each: Annotated[ForEachTable | list[ForEachTable], BeforeValidator(_for_each)] | None = Field(
         None, description="one claim per combination; `{name}` in its strings is replaced"
@@ -295,9 +305,9 @@ class ClaimTable(Section):
 class ReferenceNumber(Section):
     """A number from the literature the page compares with: a value or a range, unit, source."""
 
-    value: float | None = Field(None, description="the number (or give low and high)")
-    low: float | None = Field(None, description="a range's low end")
-    high: float | None = Field(None, description="a range's high end")
+    value: Number | None = Field(None, description="the number (or give low and high)")
+    low: Number | None = Field(None, description="a range's low end")
+    high: Number | None = Field(None, description="a range's high end")
     unit: Annotated[Unit, _one_of(UNITS)] = Field(description="how the page formats it")
     source: NonEmptyStr = Field(description="required: where the number comes from")
 
