@@ -277,3 +277,25 @@ def test_axis_values_keep_their_types() -> None:
         "run.stop": ["time"],
     }
     assert [type(v) for v in sweep.axes["run.seed"]] == [int, int]
+
+
+def test_config_reference_lists_every_key_of_sweep_and_study_files() -> None:
+    """docs/config-reference.md is generated from the schemas (test_docgen keeps it current):
+    every key a sweep or study file takes has its row, each saying what it is."""
+    from spraylab import docgen
+    from spraylab.study import schema
+    from spraylab.sweep_schema import SweepKeys
+
+    page = docgen.config_reference().splitlines()
+    for prefix, model in (
+        ("", SweepKeys),
+        ("", schema.StudyFile),
+        ("sweep[].", schema.StudySweepKeys),
+        ("sweep[].variants[].", schema.Variant),
+        ("claim[].", schema.ClaimTable),
+        ("claim[].reference.", schema.ReferenceTable),
+        ("references.NAME.", schema.ReferenceNumber),
+    ):
+        for key in model.model_fields:
+            rows = [line for line in page if line.startswith(f"| `{prefix}{key}` |")]
+            assert rows and all(row.split("|")[5].strip() for row in rows), (prefix, key)

@@ -233,9 +233,13 @@ def _model_rows(model: type[BaseModel], prefix: str, recurse: bool = True) -> li
             nested.append((annotation, f"{prefix}{name}."))
             desc = desc or f"see `[{prefix}{name}]` below"
         for arg in typing.get_args(annotation):
+            # an optional table is one table; a list (or a table of tables) holds many
+            many = type(None) not in typing.get_args(annotation)
+            if typing.get_origin(arg) is typing.Annotated:
+                arg = typing.get_args(arg)[0]
+            if typing.get_origin(arg) is list:  # an optional list of tables
+                arg, many = typing.get_args(arg)[0], True
             if isinstance(arg, type) and issubclass(arg, BaseModel):
-                # an optional table is one table; a list (or a table of tables) holds many
-                many = type(None) not in typing.get_args(annotation)
                 nested.append((arg, f"{prefix}{name}[]." if many else f"{prefix}{name}."))
         rows.append(
             f"| `{prefix}{name}` | {_cell(kind)} | {_default(field, unit[1] if unit else None)} | "
