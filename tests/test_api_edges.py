@@ -102,7 +102,13 @@ def test_compare_validates_every_variant_before_running_any() -> None:
         return spraylab.run(scenario), False
 
     base = {
-        "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2, "host_rate": "100Gbps"},
+        "topology": {
+            "kind": "leaf_spine",
+            "leaves": 2,
+            "spines": 2,
+            "hosts_per_leaf": 2,
+            "host_rate": "100Gbps",
+        },
         "workload": {"kind": "permutation", "size": "20KB"},
         "run": {"progress": False},
     }
