@@ -10,7 +10,7 @@ from typing import Any
 
 from spraylab.registry import Registry
 
-__all__ = ["Registry", "cc_modes", "optional_hook", "recovery_modes"]
+__all__ = ["Registry", "cc_modes", "cc_parameters", "optional_hook", "recovery_keys", "recovery_modes"]
 
 
 def optional_hook(obj: object, name: str, base: type) -> Any:
@@ -34,6 +34,38 @@ def cc_modes() -> dict[str, str]:
     from spraylab.transport.cc.base import CONGESTION_CONTROLS
 
     return {name: CONGESTION_CONTROLS.classes[name].summary for name in CONGESTION_CONTROLS.names()}
+
+
+# The unit each value parser stands for (spraylab.config_types), as ``spraylab list`` prints it.
+_UNITS = {"parse_rate_bps": "bits/s", "parse_bytes": "bytes", "parse_time_ps": "ps"}
+
+
+def cc_parameters(name: str) -> tuple[str, list[tuple[str, Any, str]]]:
+    """Congestion control ``name``'s own scenario section (``"transport.X"``, or "" for a
+    control without one) and its parameters as (key, default, unit), the unit "" for a
+    dimensionless number (``spraylab list``)."""
+    from spraylab.config import TransportSection
+    from spraylab.transport.cc.base import CONGESTION_CONTROLS
+
+    section = getattr(CONGESTION_CONTROLS.get(name), "params_section", "")
+    if not section:
+        return "", []
+    model = TransportSection.model_fields[section].annotation
+    rows = []
+    for key, field in model.model_fields.items():  # type: ignore[union-attr]
+        unit = ""
+        for meta in field.metadata:
+            func = getattr(meta, "func", None)
+            unit = _UNITS.get(getattr(func, "__name__", ""), unit)
+        rows.append((key, field.default, unit))
+    return f"transport.{section}", rows
+
+
+def recovery_keys(name: str) -> tuple[str, ...]:
+    """The ``[transport]`` keys recovery mode ``name`` reads (``Recovery.reads``)."""
+    from spraylab.transport.recovery.base import RECOVERIES
+
+    return RECOVERIES.get(name).reads
 
 
 def fluid_refused_cc(name: str) -> str:
