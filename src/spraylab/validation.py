@@ -179,15 +179,19 @@ def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
         switch=CC_SWITCH.get(cc, {}),
     )
     frame = data_wire_bytes(4096)
+    q_max = out.ecn_k_bytes + senders * frame
+    amplitude = 0.5 * math.sqrt(2 * senders * (out.bdp_bytes + out.ecn_k_bytes) / frame) * frame
     return {
         "senders": float(senders),
         "ecn_k_bytes": float(out.ecn_k_bytes),
         # DCTCP's queue (Alizadeh et al. SIGCOMM'10, section 3.3): Q_max = K + N packets, and a
         # sawtooth of amplitude A = (1/2) sqrt(2 N (C x RTT + K)) packets below it
-        "dctcp_q_max_bytes": float(out.ecn_k_bytes + senders * frame),
-        "dctcp_amplitude_bytes": 0.5
-        * math.sqrt(2 * senders * (out.bdp_bytes / frame + out.ecn_k_bytes / frame))
-        * frame,
+        "dctcp_q_max_bytes": float(q_max),
+        "dctcp_amplitude_bytes": amplitude,
+        # the band tests/test_dctcp.py holds the steady-state mean queue in: the sawtooth's
+        # trough to its peak, widened by one packet per flow (ACK clocking's granularity)
+        "dctcp_queue_high_bytes": q_max + senders * frame,
+        "dctcp_queue_low_bytes": q_max - amplitude - senders * frame,
         "base_rtt_ps": out.base_rtt_ps,
         "steady_mean_rtt_ps": out.steady_mean_rtt_ps,
         "steady_mean_target_ps": out.steady_mean_target_ps,
