@@ -146,7 +146,7 @@ BOTTLENECK_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
 
 # The largest base RTT of incast()'s leaf-spine (a 4 KB frame out over four 400 Gb/s links of
 # 1 us each, its ACK back), for settings that depend on it before a network is built.
-BASE_RTT_PS = 8_344_800.0
+BASE_RTT_PS = 8_341_120.0
 
 
 def dctcp_switch(base_rtt_ps: float = BASE_RTT_PS) -> dict[str, Any]:

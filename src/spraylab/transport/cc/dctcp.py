@@ -97,6 +97,9 @@ class Dctcp(CongestionControl):
     name = "dctcp"
     summary = "DCTCP: ECN window control, alpha from the marked fraction per window (g = 1/16)"
     params_section: ClassVar[str] = "dctcp"
+    # The fluid engines run it at max-min fair rates: equal flows on a bottleneck converge to
+    # equal windows under its AIMD (Chiu and Jain; tests/test_dctcp.py), as under DCQCN.
+    fluid_engine = True
 
     __slots__ = (
         "qp",

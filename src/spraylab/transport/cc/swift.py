@@ -128,6 +128,9 @@ class Swift(CongestionControl):
     name = "swift"
     summary = "Swift: delay-based window (target = base + hops + flow scaling), AI/MD on the RTT"
     params_section: ClassVar[str] = "swift"
+    # The fluid engines run it at max-min fair rates: equal flows on a bottleneck converge to
+    # equal windows under its AIMD (Chiu and Jain; tests/test_swift.py), as under DCQCN.
+    fluid_engine = True
 
     __slots__ = (
         "qp",
