@@ -12,8 +12,9 @@ import pytest
 
 from spraylab import cli
 from spraylab.config import ScenarioError, TransportSection, validate
-from spraylab.experiment import run
+from spraylab.experiment import build, run
 from spraylab.fluid.engine import wire_bytes
+from spraylab.net.routes import trace_route
 from spraylab.transport.cc.base import CONGESTION_CONTROLS
 from spraylab.transport.recovery.base import RECOVERIES
 from spraylab.transport.registry import cc_parameters, recovery_keys
@@ -103,3 +104,18 @@ def test_the_fluid_engines_refuse_hpcc_and_list_what_they_map() -> None:
     assert line.startswith("transport.cc = 'hpcc'")
     for mapped in ("dcqcn", "dctcp", "swift", "none"):
         assert mapped in line
+
+
+def test_the_irn_preset_is_selective_repeat_with_a_bdp_window_on_a_lossy_fabric() -> None:
+    """IRN (Mittal et al. SIGCOMM'18) as a named preset: the irn recovery mode (selective repeat;
+    BDP-FC, since transport.window is left at 0) on a fabric without PFC."""
+    from spraylab.cli import load_scenario, preset_names
+
+    assert "irn" in preset_names()
+    scenario = load_scenario("irn", {})
+    assert scenario.transport.recovery == "irn" and scenario.transport.window == 0
+    assert not scenario.switch.lossless
+    qp = build(scenario).net.qps[0]
+    rtt_ps = trace_route(qp.net, qp.src, qp.dst).base_rtt_ps(qp.mtu)
+    assert qp.window_cap_packets == -(-int(qp.line_rate_bps * rtt_ps / 8e12) // qp.full_wire_bytes)
+    assert RECOVERIES.get("irn").selective
