@@ -69,13 +69,15 @@ def test_incast_completes_within_1_2_of_n_s_over_c(n: int, lossless: bool) -> No
 
 @pytest.mark.parametrize(("n", "size_bytes"), LOSSY_REPORTED, ids=["8x8MB", "16x8MB", "2x64MB"])
 def test_lossy_go_back_n_loses_to_buffer_drops_and_resends_windows(n: int, size_bytes: int) -> None:
-    """The mechanism of the reported lossy cases (IRN, Mittal et al. SIGCOMM'18, section 2: go-back-N
-    resends everything after a loss): DCQCN lets the queue reach the buffer's dynamic threshold,
-    the buffer drops, and every drop costs a go-back-N rewind, so the sender puts more bytes on the
-    wire than the flows need: retransmissions exceed the drops."""
+    """The mechanism of the reported lossy cases (IRN, Mittal et al. SIGCOMM'18: go-back-N resends
+    everything after a loss): DCQCN lets the queue reach the buffer's dynamic threshold and the
+    buffer drops; the go-back-N receiver throws away what arrives behind a hole (discards), and
+    the sender resends every packet lost either way, so the link carries those packets twice.
+    The cases' completion and busy fraction are reported (docs/validation.md), not judged."""
     out = incast(n, size_bytes, False)
-    assert out.drops > 0
-    assert out.retx_packets > out.drops
+    assert out.buffer_drops > 0
+    assert out.discards > 0
+    assert out.retx_packets >= out.buffer_drops + out.discards
 
 
 # --- IRN (transport.recovery = "irn") on the lossy fabric: held to the targets ----------------

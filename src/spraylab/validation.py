@@ -36,6 +36,8 @@ class IncastOutcome:
     jain: float  # over the flows' throughputs
     drops: int
     retx_packets: int  # data packets the senders put on the wire again
+    buffer_drops: int  # lost to a full switch buffer
+    discards: int  # reached the receiver beyond its out-of-order bitmap and thrown away there
     max_queue_bytes: int
     mean_queue_bytes: float  # sampled every microsecond
     # Steady state: from half the time the first flow took to finish until it finished (every
@@ -119,6 +121,8 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
         jain=jain_index((flows.size_bytes / flows.fct_ps).tolist()),
         drops=int(result.summary["drops_total"]),
         retx_packets=sum(qp.retx_packets for qp in net.qps),
+        buffer_drops=int(result.summary["drops_buffer"]),
+        discards=int(result.summary["drops_beyond_bitmap"]),
         max_queue_bytes=bottleneck.max_queue_bytes,
         mean_queue_bytes=sum(samples) / len(samples),
         steady_utilization=(sent[hi] - sent[lo]) * 8 * 1e12 / bottleneck.rate_bps / ((hi - lo) * PS_PER_US),
@@ -139,8 +143,11 @@ BOTTLENECK_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
     "incast_16": (16, 8_000_000, {}),
     # 16:1 incast with every sender across the spine (one base RTT)
     "incast_16_one_rtt": (16, 8_000_000, {"leaves": 17, "hosts_per_leaf": 1}),
-    # two long flows sharing the receiver's link
+    # two long flows sharing the receiver's link (one on the receiver's leaf, one across the spine)
     "long_flows": (2, 64_000_000, {}),
+    # two long flows, both across the spine (one base RTT); 800 Gb/s leaf-spine links, so the
+    # receiver's link stays the bottleneck when both flows hash onto one spine
+    "long_flows_one_rtt": (2, 64_000_000, {"leaves": 3, "hosts_per_leaf": 1, "uplink_rate": "800Gbps"}),
 }
 
 
