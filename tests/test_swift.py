@@ -44,9 +44,13 @@ def test_swift_16_to_1_incast_holds_its_delay_near_the_target(lossless: bool) ->
     assert out["drops"] == 0
 
 
+@pytest.mark.parametrize("case", ["long_flows", "long_flows_one_rtt"])
 @pytest.mark.parametrize("lossless", [True, False], ids=["lossless", "lossy"])
-def test_swift_two_long_flows_hold_the_delay_near_the_target_and_share(lossless: bool) -> None:
-    out = bottleneck_case("swift", "long_flows", lossless)
+def test_swift_two_long_flows_hold_the_delay_near_the_target_and_share(case: str, lossless: bool) -> None:
+    """Also with one flow on the receiver's leaf and one across the spine: their targets differ
+    by two hops' scaling, which offsets most of the difference of their base RTTs, and the
+    shares measured stay equal (reported on docs/validation.md)."""
+    out = bottleneck_case("swift", case, lossless)
     _check_delay_near_target(out)
     assert out["jain"] >= 0.95, _summary(out)
     assert out["drops"] == 0
