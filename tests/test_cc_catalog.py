@@ -17,7 +17,7 @@ from spraylab.fluid.engine import wire_bytes
 from spraylab.net.routes import trace_route
 from spraylab.transport.cc.base import CONGESTION_CONTROLS
 from spraylab.transport.recovery.base import RECOVERIES
-from spraylab.transport.registry import cc_parameters, recovery_keys
+from spraylab.transport.registry import cc_parameters, param_text, recovery_keys
 
 
 def _list_output(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> list[str]:
@@ -38,7 +38,9 @@ def test_list_shows_every_congestion_control_with_its_parameters(
         section, params = cc_parameters(name)
         assert params, name
         for key, default, unit in params:
-            assert f"{key} = {default!r}" + (f" ({unit})" if unit else "") in line, (name, key)
+            assert param_text(key, default, unit) in line, (name, key)
+    assert "alpha_timer = 1000000 ps (1us)" in param_text("alpha_timer", 1_000_000, "ps")
+    assert param_text("min_rate", 10**9, "bits/s") == "min_rate = 1000000000 bits/s (1Gbps)"
     # units come from the value parsers: a time in ps, a rate in bits/s, a size in bytes
     assert ("base_target", 20_000_000, "ps") in cc_parameters("swift")[1]
     assert ("min_rate", 1_000_000_000, "bits/s") in cc_parameters("hpcc")[1]
@@ -51,6 +53,7 @@ def test_list_shows_every_recovery_mode_with_the_keys_it_reads(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = _list_output(monkeypatch, capsys)
+    assert any("[transport] keys it reads" in line for line in lines)
     for name in RECOVERIES.names():
         keys = recovery_keys(name)
         # every key named is a [transport] key

@@ -582,7 +582,7 @@ def list_command() -> None:
 
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
     from spraylab.topology.base import TOPOLOGIES
-    from spraylab.transport.registry import cc_modes, cc_parameters, recovery_keys, recovery_modes
+    from spraylab.transport.registry import cc_modes, cc_parameters, param_text, recovery_keys, recovery_modes
     from spraylab.workload.base import WORKLOADS
     from spraylab.workload.cdf import FlowSizeCdf
     from spraylab.workload.rail_strategies import STRATEGIES
@@ -616,7 +616,7 @@ def list_command() -> None:
     console.print(strategies)
     recoveries = Table(title="loss recovery (transport.recovery)", title_justify="left")
     for col in ("mode", "what it does", "[transport] keys it reads"):
-        recoveries.add_column(col)
+        recoveries.add_column(escape(col))
     for name, summary in recovery_modes().items():
         recoveries.add_row(name, escape(summary), ", ".join(recovery_keys(name)))
     console.print(recoveries)
@@ -628,7 +628,7 @@ def list_command() -> None:
         text = "-"
         if section:
             text = f"[{section}] " + ", ".join(
-                f"{key} = {default!r}" + (f" ({unit})" if unit else "") for key, default, unit in params
+                param_text(key, default, unit) for key, default, unit in params
             )
         ccs.add_row(name, escape(summary), escape(text))
     console.print(ccs)

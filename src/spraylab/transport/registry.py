@@ -10,7 +10,15 @@ from typing import Any
 
 from spraylab.registry import Registry
 
-__all__ = ["Registry", "cc_modes", "cc_parameters", "optional_hook", "recovery_keys", "recovery_modes"]
+__all__ = [
+    "Registry",
+    "cc_modes",
+    "cc_parameters",
+    "optional_hook",
+    "param_text",
+    "recovery_keys",
+    "recovery_modes",
+]
 
 
 def optional_hook(obj: object, name: str, base: type) -> Any:
@@ -59,6 +67,17 @@ def cc_parameters(name: str) -> tuple[str, list[tuple[str, Any, str]]]:
             unit = _UNITS.get(getattr(func, "__name__", ""), unit)
         rows.append((key, field.default, unit))
     return f"transport.{section}", rows
+
+
+def param_text(key: str, default: Any, unit: str) -> str:
+    """``key = default unit (as written with units)``, e.g. ``alpha_timer = 1000000 ps (1us)``;
+    ``key = default`` for a dimensionless number."""
+    from spraylab.units import format_bytes, format_rate, format_time
+
+    if not unit:
+        return f"{key} = {default!r}"
+    readable = {"ps": format_time, "bits/s": format_rate, "bytes": format_bytes}[unit](default)
+    return f"{key} = {default!r} {unit} ({readable})"
 
 
 def recovery_keys(name: str) -> tuple[str, ...]:
