@@ -10,7 +10,7 @@ acknowledged at once). Per ACK the sender:
   previous estimate, RFC 8257 section 3.3's ``DCTCP.WindowEnd``) the marked fraction ``F`` of
   that window and ``alpha <- (1 - g) alpha + g F``;
 * **cuts** at the first marked ACK of a window: ``W <- W (1 - alpha / 2)``, then not again
-  until the ACKs cover what was sent before the cut (at most once per window, section 3.4);
+  until the ACKs cover what was sent before the cut (at most once per window);
 * **increases** otherwise by one packet per window (``W += ai x acked / W``: TCP's congestion
   avoidance, which DCTCP keeps), not while a cut's window is outstanding (TCP's CWR state).
 
@@ -44,17 +44,18 @@ PS_PER_S = 1e12
 class DctcpParams:
     """DCTCP sender settings; each default names its public source."""
 
-    # g, the estimation gain: 1/16 in the paper (section 3.4, "g = 1/16" in every experiment)
-    # and RFC 8257 section 4.2 ("a good default value for g is 1/16").
+    # g, the estimation gain: 1/16, the value of the paper's experiments and RFC 8257's
+    # recommended default (its estimator: section 3.3); within the paper's stability bound
+    # g < 1.386 / sqrt(2 (C x RTT + K)) (section 3.3): 0.09 at 400 Gb/s, 8.3 us and K = 14 frames.
     g: float = 1 / 16
-    # alpha at the start: RFC 8257 section 3.3 initialises DCTCP.Alpha to 1, the conservative
-    # choice (the first marks cut the window in half, as TCP would).
+    # alpha at the start: 1, the conservative choice (the first marks halve the window, as TCP
+    # would), Linux's default (net/ipv4/tcp_dctcp.c: dctcp_alpha_on_init = DCTCP_MAX_ALPHA).
     alpha_init: float = 1.0
     # Additive increase in packets per window: one, TCP's congestion avoidance, which DCTCP
     # leaves unchanged (paper section 3.1; RFC 8257 section 3.3 changes only the decrease).
     ai_packets: float = 1.0
-    # The smallest window in packets: one full frame (a window of fewer cannot send; RFC 8257
-    # section 3.4 bounds cwnd below by one segment as RFC 5681 does after a cut).
+    # The smallest window in packets: one full frame, TCP's floor after a cut (RFC 5681), which
+    # DCTCP keeps; a window of less than a frame cannot send.
     min_window_packets: float = 1.0
 
 

@@ -55,8 +55,8 @@ PS_BITS = 8 * PS_PER_S  # ps per byte at 1 bit/s
 class SwiftParams:
     """Swift sender settings; each default names its public source."""
 
-    # base_target: csg-htsim SwiftSrc _base_delay = 20 us (the paper's base target delay,
-    # section 3.2: the target of a one-hop path with a large window).
+    # base_target: csg-htsim SwiftSrc _base_delay = 20 us (Algorithm 1's base target,
+    # section 3.2).
     base_target_ps: int = 20_000_000
     # h, the target added per switch hop: csg-htsim _h = _base_delay / 6.55 (section 3.2,
     # topology-based scaling).
