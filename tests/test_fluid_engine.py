@@ -380,8 +380,8 @@ def test_routes_after_reconvergence_are_the_packet_engines() -> None:
     simulation.run(until_ps=5_000_000)  # past the reroute
     fluid = prepare(sc)
     ff = fluid.fabric
-    ff.routed_down.update(_event_links(ff, "leaf0", "spine0", None))
-    ff.compute_routes()
+    ff.table.remove(_event_links(ff, "leaf0", "spine0", None))
+    assert ff.table.routed_down == simulation.net.routing.routed_down  # both by directed link id
     index = {id(p): i for i, p in enumerate(simulation.net.ports)}
     for qp, spec, ent in zip(simulation.net.qps, fluid.flows, fluid.entropy):
         packet = [index[id(p)] for p in trace_route(simulation.net, qp.src, qp.dst, qp.flow_hash).ports]
