@@ -484,7 +484,7 @@ def list_command() -> None:
 
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
     from spraylab.topology.base import TOPOLOGIES
-    from spraylab.transport.registry import cc_modes, recovery_modes
+    from spraylab.transport.registry import cc_modes, cc_parameters, param_text, recovery_keys, recovery_modes
     from spraylab.workload.base import WORKLOADS
     from spraylab.workload.cdf import FlowSizeCdf
     from spraylab.workload.rail_strategies import STRATEGIES
@@ -510,17 +510,30 @@ def list_command() -> None:
             keys = ", ".join(k for k in model.model_fields if k != "kind")
             kinds.add_row(kind, escape(model.summary), escape(keys))
         console.print(kinds)
-    for title, column, names in (
-        ("rail strategies (workload.strategy)", "strategy", {n: st.summary for n, st in STRATEGIES.items()}),
-        ("loss recovery (transport.recovery)", "mode", recovery_modes()),
-        ("congestion control (transport.cc)", "mode", cc_modes()),
-    ):
-        modes = Table(title=title, title_justify="left")
-        modes.add_column(column)
-        modes.add_column("what it does")
-        for name, summary in names.items():
-            modes.add_row(name, escape(summary))
-        console.print(modes)
+    strategies = Table(title="rail strategies (workload.strategy)", title_justify="left")
+    strategies.add_column("strategy")
+    strategies.add_column("what it does")
+    for name, st in STRATEGIES.items():
+        strategies.add_row(name, escape(st.summary))
+    console.print(strategies)
+    recoveries = Table(title="loss recovery (transport.recovery)", title_justify="left")
+    for col in ("mode", "what it does", "[transport] keys it reads"):
+        recoveries.add_column(escape(col))
+    for name, summary in recovery_modes().items():
+        recoveries.add_row(name, escape(summary), ", ".join(recovery_keys(name)))
+    console.print(recoveries)
+    ccs = Table(title="congestion control (transport.cc)", title_justify="left")
+    for col in ("mode", "what it does", "parameters: name = default (unit)"):
+        ccs.add_column(col)
+    for name, summary in cc_modes().items():
+        section, params = cc_parameters(name)
+        text = "-"
+        if section:
+            text = f"[{section}] " + ", ".join(
+                param_text(key, default, unit) for key, default, unit in params
+            )
+        ccs.add_row(name, escape(summary), escape(text))
+    console.print(ccs)
     console.print(f"flow-size distributions (workload.cdf): {', '.join(FlowSizeCdf.names())}")
     console.print(f"presets (use in place of a scenario file): {', '.join(preset_names())}")
     examples = Table(title="example scenarios (spraylab run example:NAME)", title_justify="left")

@@ -49,7 +49,9 @@ from spraylab.topology.base import TOPOLOGIES, LinkEvent, TopologySection
 from spraylab.topology.fat_tree import FatTreeTopology
 from spraylab.topology.leaf_spine import LeafSpineTopology
 from spraylab.topology.rail import RailTopology
+from spraylab.transport.cc.dctcp import DCTCP_SECTION_FIELD, DctcpSection
 from spraylab.transport.cc.hpcc import HPCC_SECTION_FIELD, HpccSection
+from spraylab.transport.cc.swift import SWIFT_SECTION_FIELD, SwiftSection
 from spraylab.transport.params import DcqcnParams, TransportParams
 from spraylab.transport.registry import cc_modes, fluid_refused_cc, recovery_modes
 from spraylab.workload.base import WORKLOADS, WorkloadSection
@@ -204,6 +206,8 @@ class TransportSection(Section):
     window: BytesOrBdp = param(_TRANSPORT, "window_bytes")
     dcqcn: DcqcnSection = DcqcnSection()
     hpcc: HpccSection = HPCC_SECTION_FIELD
+    dctcp: DctcpSection = DCTCP_SECTION_FIELD
+    swift: SwiftSection = SWIFT_SECTION_FIELD
 
     @field_validator("cc")
     @classmethod
@@ -247,10 +251,21 @@ class TransportSection(Section):
             data.pop("ack_bytes", None)
         if self.hpcc == HpccSection():
             data.pop("hpcc", None)
+        if self.dctcp == DctcpSection():
+            data.pop("dctcp", None)
+        if self.swift == SwiftSection():
+            data.pop("swift", None)
         return data
 
     def to_params(self) -> TransportParams:
-        return to_params(self, TransportParams, dcqcn=self.dcqcn.to_params(), hpcc=self.hpcc.to_params())
+        return to_params(
+            self,
+            TransportParams,
+            dcqcn=self.dcqcn.to_params(),
+            hpcc=self.hpcc.to_params(),
+            dctcp=self.dctcp.to_params(),
+            swift=self.swift.to_params(),
+        )
 
 
 # --- load balancer ------------------------------------------------------------------------

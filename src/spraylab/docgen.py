@@ -129,7 +129,7 @@ KEY_DOCS: dict[str, str] = {
     "switch.port_buffer": "a fixed cap on each switch port's queue besides the shared buffer's threshold, as htsim's fixed-size queues (0 = none)",
     "switch.trimming": 'packet trimming: a data packet the buffer refuses goes on as its 64 B header at control priority, and the receiver NACKs it (needs transport.recovery = "uec")',
     "transport.cc": "congestion control",
-    "transport.recovery": "loss recovery: go-back-N, selective repeat, UEC-style (trimming) or the ideal reference",
+    "transport.recovery": "loss recovery: go-back-N, selective repeat, IRN (selective repeat + BDP window), UEC-style (trimming) or the ideal reference",
     "transport.mtu": "payload per data packet",
     "transport.ooo_bitmap": "selective repeat: out-of-order window, packets",
     "transport.cnp_on_ooo": "an out-of-order arrival triggers a CNP (default: on for go-back-N, as ConnectX)",

@@ -21,7 +21,7 @@ The algorithm is DCQCN (Zhu et al., SIGCOMM'15); its timing follows the ConnectX
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from spraylab.transport.cc.base import CongestionControl, register_cc
 
@@ -38,6 +38,7 @@ class Dcqcn(CongestionControl):
     name = "dcqcn"
     summary = "DCQCN reaction point with ConnectX firmware timing (CNP-driven rate control)"
     uses_cnp = True
+    params_section: ClassVar[str] = "dcqcn"
 
     __slots__ = (
         "qp",
