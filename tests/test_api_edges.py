@@ -87,3 +87,36 @@ def test_summary_in_converts_every_picosecond_key_and_nothing_else() -> None:
     assert len(in_s) == len(summary) and result.summary == summary  # the summary itself unchanged
     with pytest.raises(ValueError, match="allowed: ps, ns, us, µs, ms, s"):
         result.summary_in("minutes")
+
+
+def test_compare_validates_every_variant_before_running_any() -> None:
+    """spraylab.compare: a bad label anywhere in the list raises before the first run (the
+    runner is never called); a good list runs each variant once, in order, under its label."""
+    import spraylab
+    from spraylab.variants import VariantError
+
+    calls: list[str] = []
+
+    def runner(scenario: Any, label: str) -> Any:
+        calls.append(label)
+        return spraylab.run(scenario), False
+
+    base = {
+        "topology": {
+            "kind": "leaf_spine",
+            "leaves": 2,
+            "spines": 2,
+            "hosts_per_leaf": 2,
+            "host_rate": "100Gbps",
+        },
+        "workload": {"kind": "permutation", "size": "20KB"},
+        "run": {"progress": False},
+    }
+    with pytest.raises(VariantError):
+        spraylab.compare(base, "ecmp,no_such_scheme", runner=runner)
+    assert calls == []
+    comparison = spraylab.compare(base, "ecmp,rps/ideal", runner=runner)
+    assert calls == ["ecmp", "rps/ideal"] and list(comparison.results) == calls
+    assert comparison.summaries["rps/ideal"]["scheme"] == "rps"
+    assert comparison.summaries["rps/ideal"]["recovery"] == "ideal"
+    assert not comparison.interrupted

@@ -95,3 +95,28 @@ def test_python_sender_scheme_sees_every_echo_and_sets_the_entropy(example: dict
     marks = busy.result().summary["ecn_marks"]
     assert busy.net.lb.repaths == marks > 0
     assert any(qp.lb_state[0] != qp.entropy for qp in busy.net.qps)
+
+
+def test_a_switch_reads_the_header_not_the_endpoints() -> None:
+    """Switch-side code reads a packet's header fields: ``flow_id`` (the connection a switch
+    keys on) and ``msg_packets`` (the message length an RDMA WRITE's first packet carries in its
+    RETH, ceil(size / MTU) packets). A Python selector on every switch records them for each
+    packet it sees, data and control alike; they name each packet's own flow."""
+    sim = build(scenario("ecmp", size="300KB"))
+    seen: list[tuple[int, int, int]] = []
+    ecmp = next(iter(sim.net.switches.values())).select
+
+    def recording(switch: Any, pkt: Any, cands: Any) -> Any:
+        seen.append((pkt.flow_id, pkt.msg_packets, id(pkt.qp)))
+        return ecmp(switch, pkt, cands)
+
+    for switch in sim.net.switches.values():
+        switch.select = recording
+    assert sim.run() == "done"
+    by_flow = {qp.flow_id: qp for qp in sim.net.qps}
+    assert seen and {fid for fid, _, _ in seen} == set(by_flow)
+    mtu = sim.net.qps[0].mtu
+    for flow_id, msg_packets, qp_id in seen:
+        qp = by_flow[flow_id]
+        assert id(qp) == qp_id
+        assert msg_packets == -(-qp.spec.size_bytes // mtu)

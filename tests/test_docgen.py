@@ -47,7 +47,7 @@ def test_config_reference_lists_every_key_of_every_section() -> None:
             assert f"`lb.{key}`" in page
     # units and defaults as a user writes them
     assert "| `switch.buffer` | bytes; takes units: `2MB` (10^6), `64KiB` (2^10) | `64MB` |" in page
-    assert '| `transport.recovery` | one of `gbn`, `ideal`, `sr`, `uec` | `"gbn"` |' in page
+    assert '| `transport.recovery` | one of `gbn`, `ideal`, `irn`, `sr`, `uec` | `"gbn"` |' in page
 
 
 def test_every_column_and_summary_key_is_documented() -> None:

@@ -288,6 +288,38 @@ def test_unmodelled_inputs_are_refused(change: dict[str, Any], message: str) -> 
     assert len(err.value.lines) == 1 and err.value.lines[0].startswith(message)
 
 
+def test_a_scheme_declares_its_own_fluid_model() -> None:
+    """A scheme registered outside spraylab names its route model on its class
+    (``LoadBalancer.fluid_model``) and the fluid engine routes it so, with no table to edit: a
+    subclass of ECMP declaring ``split`` gets rps's fluid run (per-packet random choices even out
+    to an equal split at every switch), and one declaring nothing is refused in one line."""
+    from spraylab.lb.base import REGISTRY, LoadBalancer, register
+    from spraylab.lb.ecmp import Ecmp
+
+    class EvenSplit(Ecmp):
+        name = "test_even_split"
+        fluid_model = "split"
+
+    class Opaque(LoadBalancer):
+        name = "test_opaque"
+
+    register(EvenSplit)
+    register(Opaque)
+    try:
+        sc = scenario(leaf_spine(4, 4, 4), {"kind": "permutation", "size": "1MB"}, "rps")
+        split = run({**sc, "lb": {"scheme": "test_even_split"}})
+        assert split.summary["fluid.route_model"] == "split"
+        assert split.summary["completion_ps"] == run(sc).summary["completion_ps"]
+        with pytest.raises(ScenarioError) as err:
+            run({**sc, "lb": {"scheme": "test_opaque"}})
+        assert len(err.value.lines) == 1
+        assert err.value.lines[0].startswith("lb.scheme = 'test_opaque': not modelled by the fluid engine")
+        assert "test_even_split" in err.value.lines[0]  # the allowed list is read off the registry
+    finally:
+        REGISTRY.unregister("test_even_split")
+        REGISTRY.unregister("test_opaque")
+
+
 def test_quantum_bounds_the_error() -> None:
     """Re-solving at most every q delays using freed capacity by < q per event: a q of 1 us moves
     an ECMP permutation's completion by at most its solves x q."""
@@ -348,8 +380,8 @@ def test_routes_after_reconvergence_are_the_packet_engines() -> None:
     simulation.run(until_ps=5_000_000)  # past the reroute
     fluid = prepare(sc)
     ff = fluid.fabric
-    ff.routed_down.update(_event_links(ff, "leaf0", "spine0", None))
-    ff.compute_routes()
+    ff.table.remove(_event_links(ff, "leaf0", "spine0", None))
+    assert ff.table.routed_down == simulation.net.routing.routed_down  # both by directed link id
     index = {id(p): i for i, p in enumerate(simulation.net.ports)}
     for qp, spec, ent in zip(simulation.net.qps, fluid.flows, fluid.entropy):
         packet = [index[id(p)] for p in trace_route(simulation.net, qp.src, qp.dst, qp.flow_hash).ports]

@@ -20,9 +20,10 @@ import pytest
 
 from spraylab.config import ScenarioError, validate
 from spraylab.experiment import run
-from spraylab.fluid.collect import link_columns, link_roles, uplink_imbalance
+from spraylab.fluid.collect import link_columns, link_roles, uplink_bytes
 from spraylab.fluid.engine import FluidOutcome, prepare, wire_bytes
 from spraylab.fluid.l0_rail import distinct, server_sums, wire_bytes_array, wire_grid
+from spraylab.metrics.build import uplink_imbalance
 from spraylab.metrics.collect import bucket_and_group_statistics, flow_statistics
 
 
@@ -168,7 +169,9 @@ def test_uplink_imbalance_matches_its_definition_on_the_link_table() -> None:
     )  # fmt: skip
     table = pd.DataFrame(link_columns(ff, out))
     assert list(table["role"]) == list(role)
-    assert uplink_imbalance(ff, role, tx) == pytest.approx(_imbalance_by_pandas(table), rel=1e-12)
+    assert uplink_imbalance(uplink_bytes(ff, role, tx)) == pytest.approx(
+        _imbalance_by_pandas(table), rel=1e-12
+    )
 
 
 @pytest.mark.parametrize("mtu", [4096, 1000, 64, 8])

@@ -144,14 +144,13 @@ def test_walks_through_a_cut_pod_are_unreachable_as_in_the_scalar_walk() -> None
     sc = validate(_scenario("ecmp"))
     ff = prepare(sc).fabric
     tor = ff.tor_of_host[0]
-    ff.routed_down.update(
+    ff.table.remove(
         lid
         for lid in range(ff.n_links)
         if tor in (ff.link_src[lid], ff.link_dst[lid])
         and not ff.is_host(int(ff.link_dst[lid]))
         and not ff.is_host(int(ff.link_src[lid]))
     )
-    ff.compute_routes()
     src = np.array([5, 6, 7])
     dst = np.array([0, 0, 9])
     links, length = ff.hash_walks(src, dst, packet_hash_array(np.arange(3), np.array([1, 2, 3])))

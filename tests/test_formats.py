@@ -16,6 +16,7 @@ from spraylab.config import Scenario, ScenarioError, validate
 from spraylab.experiment import build_fabric, run
 from spraylab.formats import htsim, ns3
 from spraylab.formats.rows import FormatError, check_rows, read_csv
+from spraylab.net.route_table import RouteTable
 from spraylab.topology.fat_tree import fat_tree
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "spraylab" / "scenarios" / "imports"
@@ -118,18 +119,18 @@ def test_htsim_three_tiers_equal_a_k_ary_fat_tree() -> None:
 
     assert degrees(mine) == degrees(ref) == {4: 20}
     # a host in pod 0 reaches a host in pod 3 over (k/2)^2 = 4 equal-cost core paths
-    adj = mine.switch_neighbours()
-    dist = mine.distances_to(mine.host_tor[15], adj)
-    assert dist[mine.host_tor[0]] == 4
-    paths = {mine.host_tor[0]: 1}
-    for d in range(4, 0, -1):
+    table = RouteTable(mine)
+    table.compute()
+    src_tor, dst_tor = (table.node_index[mine.host_tor[h]] for h in (0, 15))
+    assert table.distances(table.tor_row[[dst_tor]])[0, src_tor] == 4
+    paths = {src_tor: 1}
+    for _ in range(4):
         nxt: Counter = Counter()
         for node, count in paths.items():
-            for n in adj[node]:
-                if dist.get(n) == d - 1:
-                    nxt[n] += count
+            for lid in table.candidates(node, 15):
+                nxt[int(table.link_dst[lid])] += count
         paths = dict(nxt)
-    assert paths == {mine.host_tor[15]: 4}
+    assert paths == {dst_tor: 4}
 
 
 @pytest.mark.parametrize(

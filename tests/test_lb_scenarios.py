@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from spraylab.cli import variant_scenario
 from spraylab.config import Scenario
 from spraylab.experiment import run
+from spraylab.variants import variant_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

@@ -155,7 +155,7 @@ CASES: dict[str, Case] = {
         ("transport.cc", "bbr", "allowed: 'dcqcn'", "'hpcc'", "'none'"), transport={"cc": "bbr"}
     ),
     "transport_unknown_recovery": bad(
-        ("transport.recovery", "tcp", "'gbn', 'ideal', 'sr' or 'uec'"), transport={"recovery": "tcp"}
+        ("transport.recovery", "tcp", "'gbn', 'ideal', 'irn', 'sr' or 'uec'"), transport={"recovery": "tcp"}
     ),
     "transport_zero_mtu": bad(("transport.mtu", "0", "greater than 0"), transport={"mtu": 0}),
     "transport_bad_window": bad(("transport.window", "lots", "'bdp'"), transport={"window": "lots"}),
@@ -333,7 +333,7 @@ CASES: dict[str, Case] = {
         BASE,
     ),
     "compare_unknown_recovery": Case(
-        ("compare", "{s}", "--lb", "ecmp/tcp"), ("--lb", "tcp", "gbn, ideal, sr"), BASE
+        ("compare", "{s}", "--lb", "ecmp/tcp"), ("--lb", "tcp", "gbn, ideal, irn, sr"), BASE
     ),
     "compare_unclosed_params": Case(
         ("compare", "{s}", "--lb", "dfs[max_paths=4"), ("--lb", "dfs[max_paths=4", "brackets"), BASE

@@ -30,3 +30,14 @@ def test_example_notebook_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert "4 runs: 4 done" in text and text.rstrip().endswith(".html")
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) == 4  # the CDF, the percentiles and both time-series plots
+
+
+def test_the_committed_notebook_carries_its_outputs_and_stays_small() -> None:
+    """The notebook is committed executed, so it reads on GitHub without a kernel: every code cell
+    ran in order and the plots are there; kept small (PNG figures of a small run)."""
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert [cell.execution_count for cell in code] == list(range(1, len(code) + 1))
+    images = [o for cell in code for o in cell.outputs if "image/png" in o.get("data", {})]
+    assert len(images) == 4
+    assert NOTEBOOK.stat().st_size < 300_000

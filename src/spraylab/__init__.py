@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 if TYPE_CHECKING:
+    from spraylab.comparison import Comparison, compare
     from spraylab.config import Scenario, ScenarioError, validate
     from spraylab.experiment import Simulation, build, run
     from spraylab.frames import SweepFrames, load_sweep
@@ -33,6 +34,7 @@ except ImportError:  # a source tree on sys.path that was never built or install
 
 # public name -> the module that defines it
 _HOMES = {
+    "Comparison": "spraylab.comparison",
     "FlowSpec": "spraylab.workload.flows",
     "LbParams": "spraylab.lb.base",
     "LoadBalancer": "spraylab.lb.base",
@@ -43,6 +45,7 @@ _HOMES = {
     "Simulation": "spraylab.experiment",
     "SweepFrames": "spraylab.frames",
     "build": "spraylab.experiment",
+    "compare": "spraylab.comparison",
     "jain_index": "spraylab.metrics.maxmin",
     "load_sweep": "spraylab.frames",
     "max_min_rates": "spraylab.metrics.maxmin",
@@ -53,6 +56,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "Comparison",
     "FlowSpec",
     "LbParams",
     "LoadBalancer",
@@ -63,6 +67,7 @@ __all__ = [
     "Simulation",
     "SweepFrames",
     "build",
+    "compare",
     "jain_index",
     "load_sweep",
     "max_min_rates",

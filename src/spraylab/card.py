@@ -23,6 +23,7 @@ RECOVERY_NAMES = {
     "sr": "selective repeat",
     "ideal": "ideal (reorder-tolerant, oracle loss notice)",
     "uec": "UEC-style (SACK, NACK of trimmed headers)",
+    "irn": "IRN (selective repeat, one-BDP window)",
 }
 TIER_NAMES = {0: "NVLink switch", 1: "ToR", 2: "tier-2", 3: "tier-3"}
 
@@ -95,7 +96,7 @@ def lb_line(scenario: Scenario) -> str:
         else scenario.lb.scheme
     )
     t = scenario.transport
-    return f"{shown} over {RECOVERY_NAMES[t.recovery]} ({t.recovery}), cc {t.cc}"
+    return f"{shown} over {RECOVERY_NAMES.get(t.recovery, t.recovery)} ({t.recovery}), cc {t.cc}"
 
 
 def _workload_text(scenario: Scenario) -> str:

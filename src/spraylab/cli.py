@@ -166,12 +166,6 @@ def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
         raise UsageError(str(exc)) from None
 
 
-def variant_scenario(base: Scenario, overrides: dict[str, Any]) -> Scenario:
-    from spraylab.variants import variant_scenario as apply
-
-    return apply(base, overrides)
-
-
 # --- output -------------------------------------------------------------------------
 
 
@@ -276,66 +270,32 @@ def compare_scenario(
     out: Path | None,
     output_format: str = "table",
 ) -> dict[str, Any]:
-    # Every variant validated before the first one runs (and before matplotlib loads).
-    scenarios = [(label, variant_scenario(scenario, overrides)) for label, overrides in variants]
-    from spraylab.card import compare_card
-    from spraylab.output import check_target, write_dir
-    from spraylab.plots import slowdown_cdf, uplink_utilization
+    """``spraylab compare`` of a scenario (:func:`spraylab.comparison.compare` with progress):
+    the table, then the results and plots in ``out``."""
+    from spraylab.comparison import compare, variant_scenarios
+    from spraylab.output import check_target
     from spraylab.tables import render
 
-    card = compare_card(dict(scenarios))
-
+    variant_scenarios(scenario, variants)  # every variant validated before anything else
     if out is not None:
         check_target(out, "compare")  # before the runs, not after
-    results = {}
-    interrupted = False
-    try:
-        for label, variant in scenarios:
-            results[label], interrupted = run_one(variant, label)
-            if interrupted:  # the runs after it are not started; the finished ones are saved
-                break
-    except KeyboardInterrupt:  # between two runs: nothing half-done, keep the finished ones
-        interrupted = True
-    if interrupted and not results:
-        raise KeyboardInterrupt
+    comparison = compare(scenario, variants, runner=lambda sc, label: run_one(sc, label))
+    results = comparison.results
     title = f"{scenario.name}: {len(variants)} schemes"
-    render(
-        output_format,
-        [summary_result(title, {k: r.summary for k, r in results.items()}, card.lines)],
-        console,
-    )
+    render(output_format, [summary_result(title, comparison.summaries, comparison.card.lines)], console)
     if out is not None:
-
-        def fill(tmp: Path) -> None:
-            import json
-
-            from spraylab.report.grouping import COMPARE_INDEX
-
-            dirs = {label: label.replace("/", "-") for label in results}
-            for label, result in results.items():
-                (tmp / dirs[label]).mkdir()
-                result.write_files(tmp / dirs[label])
-            # the columns in order with their labels (a directory name cannot hold "/"):
-            # what spraylab report reads
-            index = {"name": scenario.name, "columns": dirs}
-            (tmp / COMPARE_INDEX).write_text(json.dumps(index, indent=2) + "\n")
-            slowdown_cdf(results, tmp / "fct_slowdown_cdf.png", f"{scenario.name}: FCT slowdown", card.text)
-            uplink_utilization(
-                results, tmp / "uplink_utilization.png", f"{scenario.name}: uplink utilization", card.text
-            )
-
-        write_dir(out, "compare", fill)
-        if interrupted:
+        comparison.save(out)
+        if comparison.interrupted:
             done = ", ".join(results)
             exit_interrupted(
-                out, f"{len(results)} of {len(scenarios)} runs ({done}; the last one partial) and plots"
+                out, f"{len(results)} of {len(variants)} runs ({done}; the last one partial) and plots"
             )
         err_console.print(
             f"results and plots in {out}/ (fct_slowdown_cdf, uplink_utilization: PNG, PDF, SVG)",
             markup=False,
             highlight=False,
         )
-    elif interrupted:
+    elif comparison.interrupted:
         exit_interrupted(None, "")
     return results
 
@@ -452,78 +412,20 @@ def compare_sweep(
     metrics: list[str] | None,
     output_format: str = "table",
 ) -> None:
-    from spraylab.card import card_lines_from_summary
-    from spraylab.metrics.catalog import label_of
-    from spraylab.report import (
-        INTERVAL_RULE,
-        ReportError,
-        cell_text,
-        compare_tables,
-        sweep_data,
-    )
+    from spraylab.report import ReportError
+    from spraylab.report.result_tables import sweep_result_tables
     from spraylab.store import StoreError
-    from spraylab.tables import ResultTable, render
+    from spraylab.tables import render
 
     try:
-        data = sweep_data(directory, by)
-        tables = compare_tables(data, baseline, metrics)
+        tables, notices = sweep_result_tables(
+            directory, baseline, by, metrics, output_format in ("csv", "json")
+        )
     except (ReportError, StoreError) as exc:
         raise UsageError(str(exc)) from None
-    over = f"mean ± {INTERVAL_RULE}, over {data.over}" if data.over else "one run per cell"
-    status = f"{data.name}: {data.status_line()}; {over}; ratios to {tables[0].baseline if tables else '-'}"
-    done = [p for p in data.points if p.status == "done"]
-    card = card_lines_from_summary(data.store.summary(done[0].key)) if done else []
-    if card:  # the first run's card; the swept keys differ between runs
-        card = [*card, f"varies across the runs: {', '.join(data.axes)}"]
-    warning = data.version_warning()
-    if warning:
-        err_console.print(f"warning: {warning}", markup=False, highlight=False)
-    for point, summary in data.incomplete():
-        label = " ".join(f"{k}={v}" for k, v in point.labels.items())
-        err_console.print(
-            f"incomplete (left out of the table): {label}: stopped by {summary.get('stop_reason')} with "
-            f"{summary.get('flows_completed')}/{summary.get('flows')} flows done",
-            markup=False, highlight=False,
-        )  # fmt: skip
-    out = []
-    for i, table in enumerate(tables):
-        columns = []
-        for c in table.columns:
-            note = f" {table.note(c)}" if table.note(c) else ""
-            columns.append(f"{c}{' (baseline)' if c == table.baseline else ''}\nn={table.n[c]}{note}")
-        rt = ResultTable(
-            table.group.title, columns, card=card if i == 0 else [], notes=[status] if i == 0 else []
-        )
-        if output_format in ("csv", "json"):
-            rt.columns = list(table.columns)  # plain column names; n and ratios are in the values
-        for key, kind, cells in table.rows:
-            texts = [cell_text(table, c, cell, key, sep="\n") for c, cell in zip(table.columns, cells)]
-            means = [cell.estimate.mean for cell in cells]
-            label = label_of(key)
-            rt.add(label, key, kind, means, texts)
-            if output_format in ("csv", "json"):
-                # as the table shows them: none under n = 3, the low end cut at zero
-                intervals = [cell.interval for cell in cells]
-                rt.add(f"{label} 95% CI half-width", f"{key}:ci95", kind,
-                       [cell.estimate.half_width if iv else None for cell, iv in zip(cells, intervals)],
-                       texts)  # fmt: skip
-                rt.add(f"{label} 95% CI low", f"{key}:ci95_low", kind,
-                       [iv[0] if iv else None for iv in intervals], texts)  # fmt: skip
-                rt.add(f"{label} 95% CI high", f"{key}:ci95_high", kind,
-                       [iv[1] if iv else None for iv in intervals], texts)  # fmt: skip
-                rt.add(f"{label} / baseline", f"{key}:ratio", "x",
-                       [cell.ratio for cell in cells], texts)  # fmt: skip
-        if output_format in ("csv", "json"):
-            rt.add(
-                "runs",
-                "n",
-                "count",
-                [table.n[c] for c in table.columns],
-                [str(table.n[c]) for c in table.columns],
-            )
-            rt.extra["baseline"] = table.baseline
-        out.append(rt)
-    render(output_format, out, console)
+    for line in notices:
+        err_console.print(line, markup=False, highlight=False)
+    render(output_format, tables, console)
 
 
 # DFS twice: with the RNIC's loss recovery (the spec's rule 6) and with its own (docs/results.md section 4).
@@ -582,7 +484,7 @@ def list_command() -> None:
 
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
     from spraylab.topology.base import TOPOLOGIES
-    from spraylab.transport.registry import cc_modes, cc_parameters, recovery_modes
+    from spraylab.transport.registry import cc_modes, cc_parameters, param_text, recovery_keys, recovery_modes
     from spraylab.workload.base import WORKLOADS
     from spraylab.workload.cdf import FlowSizeCdf
     from spraylab.workload.rail_strategies import STRATEGIES
@@ -608,21 +510,29 @@ def list_command() -> None:
             keys = ", ".join(k for k in model.model_fields if k != "kind")
             kinds.add_row(kind, escape(model.summary), escape(keys))
         console.print(kinds)
-    for title, column, names in (
-        ("rail strategies (workload.strategy)", "strategy", {n: st.summary for n, st in STRATEGIES.items()}),
-        ("loss recovery (transport.recovery)", "mode", recovery_modes()),
-    ):
-        modes = Table(title=title, title_justify="left")
-        modes.add_column(column)
-        modes.add_column("what it does")
-        for name, summary in names.items():
-            modes.add_row(name, escape(summary))
-        console.print(modes)
+    strategies = Table(title="rail strategies (workload.strategy)", title_justify="left")
+    strategies.add_column("strategy")
+    strategies.add_column("what it does")
+    for name, st in STRATEGIES.items():
+        strategies.add_row(name, escape(st.summary))
+    console.print(strategies)
+    recoveries = Table(title="loss recovery (transport.recovery)", title_justify="left")
+    for col in ("mode", "what it does", "[transport] keys it reads"):
+        recoveries.add_column(escape(col))
+    for name, summary in recovery_modes().items():
+        recoveries.add_row(name, escape(summary), ", ".join(recovery_keys(name)))
+    console.print(recoveries)
     ccs = Table(title="congestion control (transport.cc)", title_justify="left")
-    for col in ("mode", "what it does", "parameters ([transport.<section>] defaults)"):
-        ccs.add_column(escape(col))
+    for col in ("mode", "what it does", "parameters: name = default (unit)"):
+        ccs.add_column(col)
     for name, summary in cc_modes().items():
-        ccs.add_row(name, escape(summary), escape(cc_parameters(name)))
+        section, params = cc_parameters(name)
+        text = "-"
+        if section:
+            text = f"[{section}] " + ", ".join(
+                param_text(key, default, unit) for key, default, unit in params
+            )
+        ccs.add_row(name, escape(summary), escape(text))
     console.print(ccs)
     console.print(f"flow-size distributions (workload.cdf): {', '.join(FlowSizeCdf.names())}")
     console.print(f"presets (use in place of a scenario file): {', '.join(preset_names())}")

@@ -49,8 +49,10 @@ from spraylab.topology.base import TOPOLOGIES, LinkEvent, TopologySection
 from spraylab.topology.fat_tree import FatTreeTopology
 from spraylab.topology.leaf_spine import LeafSpineTopology
 from spraylab.topology.rail import RailTopology
+from spraylab.transport.cc.dctcp import DCTCP_SECTION_FIELD, DctcpSection
 from spraylab.transport.cc.hpcc import HPCC_SECTION_FIELD, HpccSection
 from spraylab.transport.cc.nscc import NSCC_SECTION_FIELD, NsccSection
+from spraylab.transport.cc.swift import SWIFT_SECTION_FIELD, SwiftSection
 from spraylab.transport.params import DcqcnParams, TransportParams
 from spraylab.transport.registry import cc_modes, fluid_refused_cc, recovery_modes
 from spraylab.workload.base import WORKLOADS, WorkloadSection
@@ -206,6 +208,8 @@ class TransportSection(Section):
     dcqcn: DcqcnSection = DcqcnSection()
     hpcc: HpccSection = HPCC_SECTION_FIELD
     nscc: NsccSection = NSCC_SECTION_FIELD
+    dctcp: DctcpSection = DCTCP_SECTION_FIELD
+    swift: SwiftSection = SWIFT_SECTION_FIELD
 
     @field_validator("cc")
     @classmethod
@@ -251,6 +255,10 @@ class TransportSection(Section):
             data.pop("hpcc", None)
         if self.nscc == NsccSection():
             data.pop("nscc", None)
+        if self.dctcp == DctcpSection():
+            data.pop("dctcp", None)
+        if self.swift == SwiftSection():
+            data.pop("swift", None)
         return data
 
     def to_params(self) -> TransportParams:
@@ -260,6 +268,8 @@ class TransportSection(Section):
             dcqcn=self.dcqcn.to_params(),
             hpcc=self.hpcc.to_params(),
             nscc=self.nscc.to_params(),
+            dctcp=self.dctcp.to_params(),
+            swift=self.swift.to_params(),
         )
 
 

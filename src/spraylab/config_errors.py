@@ -8,7 +8,7 @@ import tomllib
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -18,6 +18,7 @@ from spraylab.workload.base import WORKLOADS
 
 # Sections whose model depends on their ``kind``: an unknown key there lists that kind's keys.
 _KIND_REGISTRIES: tuple[KindRegistry[Any], ...] = (TOPOLOGIES, WORKLOADS)
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -114,10 +115,28 @@ def problems_of(exc: ValidationError, data: dict[str, Any], root: type[BaseModel
             if named and named.group(1) != key:
                 key = named.group(1)
                 value = _lookup(data, key, value)
+        elif (
+            key and kind == "value_error" and isinstance(value, dict) and _model_at(error["loc"], data, root)
+        ):
+            # A check across the keys of one table (a claim's reference and value) names keys
+            # relative to it; the table itself, printed whole, would bury them.
+            line = f"{key}: {msg}"
         else:
             line = f"{key} = {value!r}: {msg}" if key else msg
         problems.append(Problem(line, key or None, value, allowed))
     return problems
+
+
+def parse_model(root: type[M], data: Any, source: str = "") -> M:
+    """``data`` (a TOML file's dict) validated against ``root``; a bad file raises
+    :class:`ScenarioError`, one line per problem (prefixed with ``source``), as a scenario does."""
+    try:
+        return root.model_validate(data)
+    except ValidationError as exc:
+        prefix = f"{source}: " if source else ""
+        raw = data if isinstance(data, dict) else {}
+        problems = [Problem(prefix + p.line, p.key, p.value, p.allowed) for p in problems_of(exc, raw, root)]
+        raise ScenarioError([p.line for p in problems], problems) from None
 
 
 def _lookup(data: dict[str, Any], key: str, default: Any) -> Any:
@@ -161,22 +180,45 @@ def _loc(error: Any, data: dict[str, Any]) -> tuple[str, Any]:
 def _allowed_keys(raw_loc: tuple[Any, ...], data: dict[str, Any], root: type[BaseModel]) -> str:
     """The keys the section holding an unknown key accepts (for a section with a ``kind``, the
     keys of the kind given)."""
+    model = _model_at(raw_loc[:-1], data, root)
+    return ", ".join(model.model_fields) if model is not None else ""
+
+
+def _model_at(raw_loc: tuple[Any, ...], data: Any, root: type[BaseModel]) -> type[BaseModel] | None:
+    """The model of the table at ``raw_loc`` (for a section with a ``kind``, the kind's), or None
+    if the location is not a table of the schema."""
     model: type[BaseModel] = root
     node: Any = data
-    for item in raw_loc[:-1]:
-        if isinstance(item, int):
-            if isinstance(node, list):
+    named = False  # the item is a name of a table of tables (``[references.NAME]``)
+    for item in raw_loc:
+        if isinstance(item, int) or named:
+            if isinstance(node, list) and isinstance(item, int):
                 node = node[item] if item < len(node) else None
+            elif named:
+                node = node.get(item) if isinstance(node, dict) else None
+            named = False
             continue  # a single table given for a list stays that table
-        model = _of_kind(model, node)
-        field = model.model_fields.get(item)
-        if field is None:
-            return ""
+        field = _of_kind(model, node).model_fields.get(item)
+        section = _section_model(field.annotation) if field is not None else None
+        if section is None:
+            return None
         node = node.get(item) if isinstance(node, dict) else None
-        section = _section_model(field.annotation)
-        if section is not None:
-            model = section
-    return ", ".join(_of_kind(model, node).model_fields)
+        model = section
+        named = typing.get_origin(_bare(field.annotation)) is dict  # type: ignore[union-attr]
+    return _of_kind(model, node)
+
+
+def _bare(annotation: Any) -> Any:
+    """The annotation without ``Annotated`` and ``| None``."""
+    while True:
+        if typing.get_origin(annotation) is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+            continue
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1 and type(None) in typing.get_args(annotation):
+            annotation = args[0]
+            continue
+        return annotation
 
 
 def _of_kind(model: type[BaseModel], node: Any) -> type[BaseModel]:

@@ -129,7 +129,7 @@ KEY_DOCS: dict[str, str] = {
     "switch.port_buffer": "a fixed cap on each switch port's queue besides the shared buffer's threshold, as htsim's fixed-size queues (0 = none)",
     "switch.trimming": 'packet trimming: a data packet the buffer refuses goes on as its 64 B header at control priority, and the receiver NACKs it (needs transport.recovery = "uec")',
     "transport.cc": "congestion control",
-    "transport.recovery": "loss recovery: go-back-N, selective repeat, UEC-style (trimming) or the ideal reference",
+    "transport.recovery": "loss recovery: go-back-N, selective repeat, IRN (selective repeat + BDP window), UEC-style (trimming) or the ideal reference",
     "transport.mtu": "payload per data packet",
     "transport.ooo_bitmap": "selective repeat: out-of-order window, packets",
     "transport.cnp_on_ooo": "an out-of-order arrival triggers a CNP (default: on for go-back-N, as ConnectX)",
@@ -214,7 +214,8 @@ def _registered_names(key: str) -> list[str]:
     return list({"transport.recovery": recovery_modes, "transport.cc": cc_modes}.get(key, dict)())
 
 
-def _model_rows(model: type[BaseModel], prefix: str) -> list[str]:
+def _model_rows(model: type[BaseModel], prefix: str, recurse: bool = True) -> list[str]:
+    """A row per key of ``model``, then (``recurse``) the keys of its nested tables."""
     rows = []
     nested: list[tuple[type[BaseModel], str]] = []
     for name, field in model.model_fields.items():
@@ -232,14 +233,20 @@ def _model_rows(model: type[BaseModel], prefix: str) -> list[str]:
             nested.append((annotation, f"{prefix}{name}."))
             desc = desc or f"see `[{prefix}{name}]` below"
         for arg in typing.get_args(annotation):
+            # an optional table is one table; a list (or a table of tables) holds many
+            many = type(None) not in typing.get_args(annotation)
+            if typing.get_origin(arg) is typing.Annotated:
+                arg = typing.get_args(arg)[0]
+            if typing.get_origin(arg) is list:  # an optional list of tables
+                arg, many = typing.get_args(arg)[0], True
             if isinstance(arg, type) and issubclass(arg, BaseModel):
-                nested.append((arg, f"{prefix}{name}[]."))
+                nested.append((arg, f"{prefix}{name}[]." if many else f"{prefix}{name}."))
         rows.append(
             f"| `{prefix}{name}` | {_cell(kind)} | {_default(field, unit[1] if unit else None)} | "
             f"{_cell(allowed)} | {_cell(desc)} |"
         )
     out = rows
-    for sub, sub_prefix in nested:
+    for sub, sub_prefix in nested if recurse else ():
         out += [
             f"| **{sub_prefix.rstrip('.')}** | | | | {_cell((sub.__doc__ or '').strip().splitlines()[0] if sub.__doc__ else '')} |"
         ]
@@ -247,13 +254,13 @@ def _model_rows(model: type[BaseModel], prefix: str) -> list[str]:
     return out
 
 
-def _section(title: str, model: type[BaseModel], prefix: str, intro: str = "") -> str:
+def _section(title: str, model: type[BaseModel], prefix: str, intro: str = "", recurse: bool = True) -> str:
     head = f"### {title}\n\n"
     doc = intro or (model.__doc__ or "").strip()
     if doc and not doc.startswith(("Usage docs", "!!!")):
         head += " ".join(doc.split()) + "\n\n"
     table = ["| key | type / unit | default | allowed | what it is |", "|---|---|---|---|---|"]
-    return head + "\n".join(table + _model_rows(model, prefix)) + "\n"
+    return head + "\n".join(table + _model_rows(model, prefix, recurse)) + "\n"
 
 
 def _kind_models(registry: Any) -> list[type[BaseModel]]:
@@ -309,7 +316,43 @@ def config_reference() -> str:
             "A selector matching nothing is an error.",
         )
     )
-    return "\n".join(parts)
+    return "\n".join(parts + _file_sections())
+
+
+def _file_sections() -> list[str]:
+    """The keys of sweep and study files, from their schemas (:mod:`spraylab.sweep_schema`,
+    :mod:`spraylab.study.schema`). Their scenario sections are the scenario's, above."""
+    from spraylab.study import schema as study
+    from spraylab.sweep_schema import SweepKeys
+
+    return [
+        "## Sweep files (`spraylab sweep FILE`)\n",
+        _section(
+            "sweep file",
+            SweepKeys,
+            "",
+            "Besides these keys a sweep file takes every scenario section (`[topology]`, `[lb]`, ...), "
+            "merged over its `base`; each point is that scenario with the axis values set, validated as a "
+            "scenario.",
+        ),
+        "## Study files (`spraylab study run FILE`)\n",
+        _section("study file", study.StudyFile, "", recurse=False),
+        _section(
+            "`[[sweep]]`",
+            study.StudySweepKeys,
+            "sweep[].",
+            "A scenario sweep (a base and inline scenario sections, as a sweep file, under variants, seeds "
+            "and axes) or an analysis (`analysis` with its parameters as `axes`).",
+        ),
+        _section(
+            "`[[claim]]`",
+            study.ClaimTable,
+            "claim[].",
+            "A statistic of a metric over some points, compared with a reference (`reference`, times "
+            "`factor`) or a threshold (`value`); `spraylab study render` judges it against the store.",
+        ),
+        _section("`[references.NAME]`", study.ReferenceNumber, "references.NAME."),
+    ]
 
 
 # --- column dictionary --------------------------------------------------------------------------

@@ -20,8 +20,8 @@ The axis ``variant`` takes variant labels (:mod:`spraylab.variants`: ``"dfs[B=64
 An axis value may be a table that replaces a whole section (``lb = [{scheme = "ecmp"},
 {scheme = "dfs", max_paths = 4}]``) or a list (``"topology.events" = [[], [{...}]]``). When an
 axis sets ``lb.scheme``, the base's other ``lb`` parameters carry over only where the new scheme
-accepts them. Every point is validated before anything runs; problems come back as one line each,
-naming the axis key and value.
+accepts them. The file is validated by its schema (:mod:`spraylab.sweep_schema`) and every point
+as a scenario before anything runs; problems come back as one line each, naming the key and value.
 
 Each point's scenario is normalized (``run.progress = false``, ``output.dir = ""``: they do not
 change results) and keyed by the hash of its full scenario (:func:`spraylab.store.scenario_key`).
@@ -46,13 +46,11 @@ from spraylab import provenance
 from spraylab.budget import check as check_budget
 from spraylab.budget import check_sweep_points
 from spraylab.config import Scenario, ScenarioError, apply_override, read_toml, validate
+from spraylab.config_errors import parse_model
 from spraylab.executors import Executor, Outcome, make_executor
 from spraylab.store import RESULT_STATUSES, Store, StoreError, scenario_key
-
-SWEEP_KEYS = ("name", "base", "baseline", "axes")
-SEED_AXIS = "run.seed"
-VARIANT_AXIS = "variant"  # labelled overrides, see spraylab.variants
-
+from spraylab.sweep_schema import SEED_AXIS as SEED_AXIS  # the axis names, for the modules that read sweeps
+from spraylab.sweep_schema import VARIANT_AXIS, SweepFile
 
 # --- definition ---------------------------------------------------------------------------
 
@@ -107,20 +105,9 @@ class Sweep:
         """``allow_large``: skip the size guard (:mod:`spraylab.budget`) on the number of points
         and on each point, as ``run.allow_large = true`` in the base does."""
         where = f"{source}: " if source else ""
-        allowed = (*SWEEP_KEYS, *Scenario.model_fields)
-        unknown = [k for k in data if k not in allowed]
-        if unknown:
-            raise ScenarioError(
-                [
-                    f"{where}{k} = {data[k]!r}: unknown key; allowed keys: {', '.join(allowed)}"
-                    for k in unknown
-                ]
-            )
-        for key in ("name", "base", "baseline"):
-            if key in data and not isinstance(data[key], str):
-                raise ScenarioError([f"{where}{key} = {data[key]!r}: must be a string"])
+        spec = parse_model(SweepFile, data, source)
         base = merged_base(data, base_dir or Path("."), where)
-        axes = _check_axes(data.get("axes"), where)
+        axes: dict[str, list[Any]] = spec.axes
         run = base.get("run")
         allow_large = allow_large or (isinstance(run, dict) and run.get("allow_large") is True)
         # Before the product is expanded: a 10^7-point sweep would take minutes and gigabytes
@@ -128,12 +115,12 @@ class Sweep:
         check_sweep_points(math.prod(len(v) for v in axes.values()), where, allow_large)
         points = build_points(base, axes, where, allow_large)
         return cls(
-            name=data.get("name") or default_name,
+            name=spec.name or default_name,
             base=base,
             axes=axes,
             points=points,
             source=source,
-            baseline=data.get("baseline"),
+            baseline=spec.baseline,
         )
 
     def index(self) -> dict[str, Any]:
@@ -207,63 +194,6 @@ def _load_base(base: str | None, base_dir: Path, where: str) -> dict[str, Any]:
         return absolutize(read_toml(path, "base scenario"), path.resolve().parent)
     except ScenarioError as exc:
         raise ScenarioError([f"{where}base = {base!r}: {line}" for line in exc.lines]) from None
-
-
-def _check_axes(axes: Any, where: str) -> dict[str, list[Any]]:
-    if not isinstance(axes, dict) or not axes:
-        raise ScenarioError(
-            [f'{where}[axes]: missing or empty; give at least one, e.g. "lb.scheme" = ["ecmp", "rps"]']
-        )
-    problems = []
-    out: dict[str, list[Any]] = {}
-    for key, values in _flatten_axes(axes):
-        section = key.split(".")[0]
-        if key == VARIANT_AXIS:
-            problems.extend(_check_variants(values, where))
-            if isinstance(values, list) and values:
-                out[key] = values
-        elif section not in Scenario.model_fields:
-            problems.append(
-                f"{where}axes.{key}: unknown section {section!r}; allowed: {', '.join(Scenario.model_fields)}"
-            )
-        elif not isinstance(values, list) or not values:
-            problems.append(f"{where}axes.{key} = {values!r}: must be a non-empty list of values")
-        elif len({json.dumps(v, sort_keys=True) for v in values}) != len(values):
-            problems.append(f"{where}axes.{key} = {values!r}: repeated value")
-        else:
-            out[key] = values
-    if problems:
-        raise ScenarioError(problems)
-    return out
-
-
-def _check_variants(values: Any, where: str) -> list[str]:
-    from spraylab.variants import VariantError, parse_variant
-
-    if not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
-        return [
-            f'{where}axes.variant = {values!r}: must be a non-empty list of labels, e.g. ["ecmp/sr", "dfs[B=64]/sr"]'
-        ]
-    problems = []
-    for value in values:
-        try:
-            parse_variant(value, f"{where}axes.variant =")
-        except VariantError as exc:
-            problems.append(str(exc))
-    if len(set(values)) != len(values):
-        problems.append(f"{where}axes.variant = {values!r}: repeated value")
-    return problems
-
-
-def _flatten_axes(axes: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
-    """``"lb.scheme" = [...]`` and ``[axes.lb] scheme = [...]`` both give the key ``lb.scheme``."""
-    items = []
-    for key, value in axes.items():
-        if isinstance(value, dict):
-            items.extend(_flatten_axes(value, f"{prefix}{key}."))
-        else:
-            items.append((f"{prefix}{key}", value))
-    return items
 
 
 def apply_axes(base: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:

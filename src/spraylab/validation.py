@@ -35,6 +35,9 @@ class IncastOutcome:
     busy_fraction: float
     jain: float  # over the flows' throughputs
     drops: int
+    retx_packets: int  # data packets the senders put on the wire again
+    buffer_drops: int  # lost to a full switch buffer
+    discards: int  # reached the receiver beyond its out-of-order bitmap and thrown away there
     max_queue_bytes: int
     mean_queue_bytes: float  # sampled every microsecond
     # Steady state: from half the time the first flow took to finish until it finished (every
@@ -46,6 +49,14 @@ class IncastOutcome:
     # one base RTT at the bottleneck's rate, the RTT the fabric's largest (a full frame out, its
     # ACK back, queues empty): HPCC's W_init
     bdp_bytes: float
+    # the bottleneck's ECN marking threshold (its kmin, bytes) and the fabric's largest base RTT
+    ecn_k_bytes: int
+    base_rtt_ps: float
+    # Steady state, for a control that measures delay against a target (Swift: ``last_delay_ps``,
+    # ``last_target_ps`` on its per-QP state): the mean over the samples and the flows still
+    # sending of each flow's last measured RTT and of its target; NaN for other controls.
+    steady_mean_rtt_ps: float
+    steady_mean_target_ps: float
 
 
 def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) -> IncastOutcome:
@@ -70,10 +81,20 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     (bottleneck,) = [p for p in net.ports if p.peer_owner is receiver]
     samples: list[int] = []
     sent: list[int] = []  # the bottleneck's tx_bytes at every sample
+    delays: list[tuple[float, float]] = []  # (mean RTT, mean target) of the sending flows
+    measures_delay = hasattr(net.qps[0].cc, "last_target_ps")
 
     def sample(_: object) -> None:
         samples.append(bottleneck.queue_bytes())
         sent.append(bottleneck.tx_bytes)
+        if measures_delay:
+            pairs = [
+                (qp.cc.last_delay_ps, qp.cc.last_target_ps)
+                for qp in net.qps
+                if not qp.sender_done and qp.cc.last_target_ps
+            ]
+            n_pairs = len(pairs) or 1
+            delays.append((sum(d for d, _ in pairs) / n_pairs, sum(t for _, t in pairs) / n_pairs))
         if not net.all_done:
             sim.after(PS_PER_US, sample)
 
@@ -87,6 +108,8 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     first_done_us = int((flows.start_ps + flows.fct_ps).min() - start) // PS_PER_US
     lo, hi = first_done_us // 2, max(first_done_us // 2 + 1, first_done_us)
     steady = samples[lo:hi]
+    steady_delays = delays[lo:hi]
+    nan = float("nan")
     return IncastOutcome(
         cct_ps=cct,
         bound_ps=n * size_bytes * 8 * 1e12 / bottleneck.rate_bps,
@@ -97,12 +120,19 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
         / cct,
         jain=jain_index((flows.size_bytes / flows.fct_ps).tolist()),
         drops=int(result.summary["drops_total"]),
+        retx_packets=sum(qp.retx_packets for qp in net.qps),
+        buffer_drops=int(result.summary["drops_buffer"]),
+        discards=int(result.summary["drops_beyond_bitmap"]),
         max_queue_bytes=bottleneck.max_queue_bytes,
         mean_queue_bytes=sum(samples) / len(samples),
         steady_utilization=(sent[hi] - sent[lo]) * 8 * 1e12 / bottleneck.rate_bps / ((hi - lo) * PS_PER_US),
         steady_mean_queue_bytes=sum(steady) / len(steady),
         steady_max_queue_bytes=max(steady),
         bdp_bytes=fabric_base_rtt_ps(net, simulation.scenario.transport.mtu) * bottleneck.rate_bps / 8e12,
+        ecn_k_bytes=bottleneck.kmin,
+        base_rtt_ps=fabric_base_rtt_ps(net, simulation.scenario.transport.mtu),
+        steady_mean_rtt_ps=sum(d for d, _ in steady_delays) / len(steady_delays) if steady_delays else nan,
+        steady_mean_target_ps=sum(t for _, t in steady_delays) / len(steady_delays) if steady_delays else nan,
     )
 
 
@@ -113,9 +143,32 @@ BOTTLENECK_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
     "incast_16": (16, 8_000_000, {}),
     # 16:1 incast with every sender across the spine (one base RTT)
     "incast_16_one_rtt": (16, 8_000_000, {"leaves": 17, "hosts_per_leaf": 1}),
-    # two long flows sharing the receiver's link
+    # two long flows sharing the receiver's link (one on the receiver's leaf, one across the spine)
     "long_flows": (2, 64_000_000, {}),
+    # two long flows, both across the spine (one base RTT); 800 Gb/s leaf-spine links, so the
+    # receiver's link stays the bottleneck when both flows hash onto one spine
+    "long_flows_one_rtt": (2, 64_000_000, {"leaves": 3, "hosts_per_leaf": 1, "uplink_rate": "800Gbps"}),
 }
+
+
+# The largest base RTT of incast()'s leaf-spine (a 4 KB frame out over four 400 Gb/s links of
+# 1 us each, its ACK back), for settings that depend on it before a network is built.
+BASE_RTT_PS = 8_341_120.0
+
+
+def dctcp_switch(base_rtt_ps: float = BASE_RTT_PS) -> dict[str, Any]:
+    """The ``[switch]`` keys of DCTCP's step mark at the paper's guideline ``K = C x RTT / 7``
+    (Alizadeh et al. SIGCOMM'10, section 3.3), ``base_rtt_ps`` the fabric's largest base RTT:
+    ``kmin = kmax = K`` marks every packet that leaves a queue above K, and none below."""
+    from spraylab.transport.cc.dctcp import dctcp_k_bytes_per_100g
+
+    k = math.ceil(dctcp_k_bytes_per_100g(base_rtt_ps))
+    return {"ecn_kmin_per_100g": k, "ecn_kmax_per_100g": k, "ecn_pmax": 1.0}
+
+
+# Switch settings each control is measured with at the bottleneck: DCTCP needs its step mark;
+# the others run on the default RED profile (docs/congestion-control.md).
+CC_SWITCH: dict[str, dict[str, Any]] = {"dctcp": dctcp_switch()}
 
 
 def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
@@ -124,8 +177,33 @@ def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
     bottleneck, with the bounds a line-rate start implies: one BDP, and (N - 1) BDPs (the
     first round trip of N senders at line rate, less the BDP the link carries)."""
     senders, size, topology = BOTTLENECK_CASES[case]
-    out = incast(senders, size, lossless, transport={"cc": cc}, topology=topology)
+    out = incast(
+        senders,
+        size,
+        lossless,
+        transport={"cc": cc},
+        topology=topology,
+        switch=CC_SWITCH.get(cc, {}),
+    )
+    frame = data_wire_bytes(4096)
+    q_max = out.ecn_k_bytes + senders * frame
+    amplitude = 0.5 * math.sqrt(2 * senders * (out.bdp_bytes + out.ecn_k_bytes) / frame) * frame
     return {
+        "senders": float(senders),
+        "ecn_k_bytes": float(out.ecn_k_bytes),
+        # DCTCP's queue (Alizadeh et al. SIGCOMM'10, section 3.3): Q_max = K + N packets, and a
+        # sawtooth of amplitude A = (1/2) sqrt(2 N (C x RTT + K)) packets below it
+        "dctcp_q_max_bytes": float(q_max),
+        "dctcp_amplitude_bytes": amplitude,
+        # the band tests/test_dctcp.py holds the steady-state mean queue in: the sawtooth's
+        # trough to its peak, widened by one packet per flow (ACK clocking's granularity)
+        "dctcp_queue_high_bytes": q_max + senders * frame,
+        "dctcp_queue_low_bytes": q_max - amplitude - senders * frame,
+        "base_rtt_ps": out.base_rtt_ps,
+        "steady_mean_rtt_ps": out.steady_mean_rtt_ps,
+        "steady_mean_target_ps": out.steady_mean_target_ps,
+        # the queue's mean over the steady state as the delay it adds (bytes over the link rate)
+        "steady_mean_queue_delay_ps": out.steady_mean_queue_bytes * out.base_rtt_ps / out.bdp_bytes,
         "completion_ps": float(out.cct_ps),
         "bound_ps": out.bound_ps,
         "lifetime_utilization_ratio": out.busy_fraction,

@@ -81,11 +81,18 @@ cdef class Packet:
     by every send): a packet that dies inside a node (no route, a ToR program, the receiving
     RNIC) is counted on the link it arrived over, so the links table accounts for every drop.
     ``int_record`` is its in-band telemetry (:class:`IntRecord`; HPCC), None elsewhere.
+
+    What a switch may read is the header: ``flow_id`` identifies the connection (the queue
+    pair number a switch would key on; -1 for a probe of no flow) and ``msg_packets`` is the
+    message's length in packets (an RDMA WRITE's first packet carries the DMA length in its
+    RETH). Switch-side schemes and ToR programs read these, never ``qp``: ``qp`` is the
+    endpoints' own object, which the receiving host delivers the packet to.
     """
 
     cdef public int kind
     cdef public object qp
     cdef public int64_t src, dst, psn, sack_psn, size, payload, entropy, sent_ps, path_id, path_seq
+    cdef public int64_t flow_id, msg_packets
     cdef public uint64_t hash
     cdef public bint ecn, retx
     # A data packet that asks for an ACK at once (uet-htsim's "ar" flag): its sender's byte
@@ -113,6 +120,8 @@ cdef class Packet:
     ):
         self.kind = kind
         self.qp = qp
+        self.flow_id = getattr(qp, "flow_id", -1)
+        self.msg_packets = getattr(qp, "n_packets", 0)
         self.src = src
         self.dst = dst
         self.psn = psn

@@ -10,13 +10,15 @@ cdef inline uint64_t c_packet_hash(int64_t flow_id, int64_t entropy) noexcept no
 
 
 cdef Packet new_packet(
-    int kind, object qp, int64_t src, int64_t dst, int64_t psn, int64_t size, int64_t payload,
+    int kind, QueuePair qp, int64_t src, int64_t dst, int64_t psn, int64_t size, int64_t payload,
     int64_t entropy, uint64_t hash_, int64_t sent_ps,
 ):
     """``Packet(...)`` without parsing Python arguments (once per data packet)."""
     cdef Packet pkt = Packet.__new__(Packet)
     pkt.kind = kind
     pkt.qp = qp
+    pkt.flow_id = qp.flow_id
+    pkt.msg_packets = qp.n_packets
     pkt.src = src
     pkt.dst = dst
     pkt.psn = psn

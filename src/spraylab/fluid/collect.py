@@ -17,14 +17,8 @@ import numpy as np
 
 from spraylab.fluid.engine import FluidOutcome, FluidRun
 from spraylab.fluid.routing import FluidFabric
-from spraylab.metrics.collect import (
-    FLOW_COLUMNS,
-    LINK_DROP_COLUMNS,
-    bucket_and_group_statistics,
-    flow_statistics,
-    group_frame,
-    group_rows,
-)
+from spraylab.metrics.build import build_result, uplink_imbalance
+from spraylab.metrics.collect import FLOW_COLUMNS, LINK_DROP_COLUMNS
 from spraylab.metrics.result import Result, size_bucket
 from spraylab.net.drops import DROP_CAUSES
 from spraylab.topology.fabric import HOST_TIER
@@ -136,21 +130,16 @@ def link_columns(ff: FluidFabric, out: FluidOutcome) -> dict[str, Any]:
     return {c: data[c] for c in LINK_COLUMNS}
 
 
-def uplink_imbalance(ff: FluidFabric, role: np.ndarray, tx: np.ndarray) -> tuple[float, float]:
-    """As :func:`spraylab.metrics.collect.uplink_imbalance`: per switch with two or more
-    uplinks that sent anything, the busiest uplink's bytes over their mean (switches in name
-    order)."""
+def uplink_bytes(ff: FluidFabric, role: np.ndarray, tx: np.ndarray) -> list[list[int]]:
+    """Bytes sent on each switch's uplinks (rounded to whole bytes), switches in name order:
+    what :func:`spraylab.metrics.build.uplink_imbalance` reads."""
     up = np.flatnonzero(role == "uplink")
     names = list(ff.fabric.switch_tier)
     sent = np.round(tx[up]).astype(np.int64)
     by_switch: dict[str, list[int]] = {}
     for lid, nbytes in zip(ff.link_src[up].tolist(), sent.tolist()):
         by_switch.setdefault(names[lid], []).append(nbytes)
-    ratios = [max(v) / (sum(v) / len(v)) for _, v in sorted(by_switch.items()) if len(v) >= 2 and sum(v) > 0]
-    if not ratios:
-        return 1.0, 1.0
-    values = np.array(ratios, dtype=float)
-    return float(values.max()), float(values.mean())
+    return [by_switch[name] for name in sorted(by_switch)]
 
 
 def collect(run: FluidRun, out: FluidOutcome, scenario: dict[str, Any], run_info: dict[str, Any]) -> Result:
@@ -158,21 +147,20 @@ def collect(run: FluidRun, out: FluidOutcome, scenario: dict[str, Any], run_info
     rows = {
         c: v if isinstance(v, list) else v.tolist() for c, v in flows.items() if c in SUMMARY_FLOW_COLUMNS
     }
-    groups = group_rows(rows, run.groups)
-    imbalance_max, imbalance_mean = uplink_imbalance(run.fabric, link_roles(run.fabric), out.tx_bytes)
-    summary: dict[str, Any] = {
-        **run_info,
-        **flow_statistics(rows, int(run_info["sim_time_ps"])),
+    imbalance_max, imbalance_mean = uplink_imbalance(
+        uplink_bytes(run.fabric, link_roles(run.fabric), out.tx_bytes)
+    )
+    engine_summary: dict[str, Any] = {
         "uplink_imbalance_max": imbalance_max,
         "uplink_imbalance_mean": imbalance_mean,
+        **dict.fromkeys(UNKNOWN_SUMMARY_KEYS),
     }
-    for key in UNKNOWN_SUMMARY_KEYS:
-        summary[key] = None
-    summary.update(bucket_and_group_statistics(rows, groups))
 
-    def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
         import pandas as pd
 
-        return pd.DataFrame(flows), pd.DataFrame(link_columns(run.fabric, out)), group_frame(groups)
+        return pd.DataFrame(flows), pd.DataFrame(link_columns(run.fabric, out))
 
-    return Result(scenario=scenario, summary=summary, tables=tables)
+    return build_result(
+        scenario, run_info, rows, int(run_info["sim_time_ps"]), run.groups, engine_summary, tables
+    )

@@ -550,8 +550,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
             elif kind == "down":
                 up[lids] = False
             else:  # reroute: routing drops the dead links, every flow is traced again
-                ff.routed_down.update(lids)
-                ff.compute_routes()
+                ff.table.remove(lids)
                 catch_up()
                 flush_tx()
                 real_tx = _real_tx(routes, tx, rate_bps, up)

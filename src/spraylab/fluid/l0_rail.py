@@ -142,10 +142,11 @@ class RailLinkIds:
         names = list(ff.fabric.switch_tier) + list(ff.fabric.hosts)
         ns = ff.n_switches
         g, n = links.n_gpus, links.gpus_per_server
-        nic_up = np.array([ff.host_nic[h] for h in range(g)], dtype=np.int64)
+        table = ff.table
+        nic_up = table.host_nic[:g].copy()
         nvl_up = np.full(g, -1, dtype=np.int64)
         for h in range(g):
-            for lid in ff.egress[ns + h]:
+            for lid in table.egress(ns + h).tolist():
                 if lid != nic_up[h]:
                     nvl_up[h] = lid
         spines = [i for i, name in enumerate(names[:ns]) if name.startswith("spine")]

@@ -19,10 +19,11 @@ from spraylab.fluid.collect import (
     UNKNOWN_SUMMARY_KEYS,
     link_columns,
     link_roles,
-    uplink_imbalance,
+    uplink_bytes,
 )
 from spraylab.fluid.engine import FluidOutcome
 from spraylab.fluid.routing import FluidFabric, route_model
+from spraylab.metrics.build import uplink_imbalance
 from spraylab.metrics.collect import FLOW_COLUMNS, GROUP_COLUMNS, _mean_skipna
 from spraylab.metrics.result import SIZE_BUCKETS, Result, percentile
 from spraylab.units import PS_PER_BYTE_AT_1BPS
@@ -70,7 +71,7 @@ def rail_result(
     )  # fmt: skip
     group_rows = _group_rows(group, start, fct, group_names, groups)
     role = link_roles(ff)
-    imbalance_max, imbalance_mean = uplink_imbalance(ff, role, tx)
+    imbalance_max, imbalance_mean = uplink_imbalance(uplink_bytes(ff, role, tx))
     names = list(ff.fabric.switch_tier) + list(ff.fabric.hosts)
     lid = busiest[1]
     run_info: dict[str, Any] = {

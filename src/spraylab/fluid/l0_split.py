@@ -41,50 +41,39 @@ class SplitPaths:
         self.ff = ff
         self.first, self.second, self.ts, self.td = first, second, ts, td  # td: row of dist, -1 = no middle
         self.tors, self.dist = tors, dist
-        ns = ff.n_switches
-        lid = np.array([lid for sw in range(ns) for lid, _ in ff._switch_egress[sw]], dtype=np.int64)
-        counts = np.array([len(ff._switch_egress[sw]) for sw in range(ns)], dtype=np.int64)
-        self.eg_link = lid
-        self.eg_peer = ff.link_dst[lid] if len(lid) else np.zeros(0, dtype=np.int64)
-        self.eg_count = counts
-        self.eg_ptr = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        table = ff.table  # every switch's routed links to switches, in port order
+        self.eg_link = table.switch_egress_links
+        self.eg_peer = table.switch_egress_peer
+        self.eg_count = np.diff(table.switch_egress_ptr)
+        self.eg_ptr = table.switch_egress_ptr[:-1]
         self._visited: list[np.ndarray] = []  # (destination, switch) keys the last loads() reached
 
     @staticmethod
     def build(ff: FluidFabric, src: list[int], dst: list[int]) -> SplitPaths | None:
+        table = ff.table
         ns = ff.n_switches
-        n = len(src)
-        first = np.empty(n, dtype=np.int64)
+        s = np.asarray(src, dtype=np.int64)
+        d = np.asarray(dst, dtype=np.int64)
+        n = len(s)
+        first = table.first_links(s, d)
         second = np.full(n, -1, dtype=np.int64)
         ts = np.full(n, -1, dtype=np.int64)
         td_node = np.full(n, -1, dtype=np.int64)
-        for i, (s, d) in enumerate(zip(src, dst)):
-            f = ff.first_link(s, d)
-            first[i] = f
-            node = int(ff.link_dst[f])
-            if node >= ns:
-                if node - ns != d:
-                    return None
-                continue
-            direct = ff.direct.get((node, d))
-            if direct is not None:
-                second[i] = direct
-                continue
-            tor = ff.tor_of_host[d]
-            last = ff.direct.get((tor, d))
-            if last is None:
-                return None
-            second[i], ts[i], td_node[i] = last, node, tor
+        node = table.link_dst[first]
+        if ((node >= ns) & (node - ns != d)).any():
+            return None  # a first hop into the wrong host
+        at_switch = np.flatnonzero(node < ns)
+        # the first switch's link to an attached destination, else the destination ToR's
+        direct = table.links_to_hosts(node[at_switch], d[at_switch])
+        second[at_switch] = direct
+        via = at_switch[direct < 0]
+        tor = table.tor_of_host[d[via]]
+        last = table.links_to_hosts(tor, d[via])
+        if (last < 0).any():
+            return None
+        second[via], ts[via], td_node[via] = last, node[via], tor
         used = np.unique(td_node[td_node >= 0])
-        if len(used) and len(ff._dist) < len(set(ff.tor_of_host)):
-            ff._distances(int(used[0]))  # fills every ToR's row when the dense search applies
-        rows = []
-        for tor in used.tolist():
-            row = ff._dist.get(tor)
-            if row is None:
-                row = ff._distances(tor)
-            rows.append(row)
-        dist = np.array(rows, dtype=np.int64).reshape(len(used), ns)
+        dist = table.distances(table.tor_row[used])
         td = np.full(n, -1, dtype=np.int64)
         middle = td_node >= 0
         td[middle] = np.searchsorted(used, td_node[middle])

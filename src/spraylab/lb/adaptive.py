@@ -54,6 +54,7 @@ class AdaptiveRouting(LoadBalancer):
     name = "adaptive"
     where = "switch"
     summary = "least queued bytes among the candidates, ties random; granularity packet or flow"
+    fluid_model = "pool"
     Params = AdaptiveParams
 
     def setup(self, net: Network) -> None:
@@ -65,10 +66,9 @@ class AdaptiveRouting(LoadBalancer):
 
         def make_select_flow(table: dict[int, tuple[RouteGroup, int, Port]]) -> Any:
             def select_flow(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
-                qp = pkt.qp
-                if qp is None:
+                if pkt.flow_id < 0:
                     return ecmp_select(switch, pkt, cands)
-                key = qp.flow_id << 1 | (pkt.kind != DATA)
+                key = pkt.flow_id << 1 | (pkt.kind != DATA)
                 entry = table.get(key)
                 if entry is not None and entry[0] is cands and entry[1] == cands.version and entry[2].up:
                     return entry[2]

@@ -35,6 +35,11 @@ class LoadBalancer:
     Params: ClassVar[type[LbParams]] = LbParams
     # short parameter names accepted in variant labels (``dfs[B=64]``): alias → field of Params
     param_aliases: ClassVar[dict[str, str]] = {}
+    # How the flow-level engines (run.engine = "fluid", "l0", "l0_rail") route the scheme's
+    # flows: one of the route models of spraylab.fluid.routing ("hash", "split", "entropies",
+    # "tor_split", "pool"). None: its choices depend on state those engines do not keep (queue
+    # lengths, timers, weights learnt at run time), and they refuse it with one line.
+    fluid_model: ClassVar[str | None] = None
 
     def __init__(self, params: LbParams | None = None) -> None:
         self.params = params if params is not None else self.Params()

@@ -227,6 +227,7 @@ class DynamicFlowSpraying(LoadBalancer):
     name = "dfs"
     where = "sender"
     summary = "sender spraying over up to K adaptive entropies with a hard B-packet reorder bound"
+    fluid_model = "pool"
     Params = DfsParams
     param_aliases = {"B": "reorder_bound_packets", "loss": "loss_detection"}
 

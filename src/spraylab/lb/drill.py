@@ -47,6 +47,7 @@ class Drill(LoadBalancer):
     name = "drill"
     where = "switch"
     summary = "DRILL(d, m): least local queue among d random + m remembered candidates"
+    fluid_model = "pool"
     Params = DrillParams
 
     def setup(self, net: Network) -> None:

@@ -10,3 +10,4 @@ class Ecmp(LoadBalancer):
     name = "ecmp"
     where = "switch"
     summary = "hash(5-tuple, entropy, switch salt) % n: one path per flow"
+    fluid_model = "hash"

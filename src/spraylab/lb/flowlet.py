@@ -67,9 +67,9 @@ class LetFlow(LoadBalancer):
 
         def make_select(local: set[int], table: dict[int, _Flowlet]) -> Any:
             def select(switch: Switch, pkt: Packet, cands: RouteGroup) -> Port:
-                if pkt.src not in local or pkt.qp is None:
+                if pkt.src not in local or pkt.flow_id < 0:
                     return ecmp_select(switch, pkt, cands)
-                key = pkt.qp.flow_id << 1 | (pkt.kind != DATA)
+                key = pkt.flow_id << 1 | (pkt.kind != DATA)
                 now = sim.now
                 entry = table.get(key)
                 if entry is None:

@@ -76,6 +76,7 @@ class Reps(LoadBalancer):
     name = "reps"
     where = "sender"
     summary = "REPS: reuse entropies whose ACKs came back unmarked (FIFO), else fresh; freeze on timeout"
+    fluid_model = "pool"
     Params = RepsParams
 
     def __init__(self, params: LbParams | None = None) -> None:

@@ -16,6 +16,7 @@ class RandomPacketSpraying(LoadBalancer):
     name = "rps"
     where = "switch"
     summary = "a uniformly random equal-cost candidate per packet"
+    fluid_model = "split"
 
     def setup(self, net: Network) -> None:
         super().setup(net)

@@ -26,6 +26,7 @@ class SprayRoundRobin(LoadBalancer):
     name = "spray_rr"
     where = "sender"
     summary = "the sender cycles each packet's entropy over `paths` random values per flow"
+    fluid_model = "entropies"
     Params = SprayRrParams
 
     def setup(self, net: Network) -> None:

@@ -175,18 +175,6 @@ def link_rows(net: Network, duration_ps: int) -> list[dict[str, Any]]:
     return rows
 
 
-def uplink_imbalance(net: Network) -> tuple[float, float]:
-    """Max and mean over switches with ≥2 uplinks of (max / mean bytes across its uplinks)."""
-    ratios = []
-    for switch in net.switches.values():
-        sent = [p.tx_bytes for p in switch.uplinks]
-        if len(sent) >= 2 and sum(sent) > 0:
-            ratios.append(max(sent) / (sum(sent) / len(sent)))
-    if not ratios:
-        return 1.0, 1.0
-    return max(ratios), sum(ratios) / len(ratios)
-
-
 GROUP_COLUMNS = (
     "group", "kind", "flows", "ranks", "size_bytes", "completed", "censored", "cct_ps", "algbw_bps", "busbw_bps",
 )  # fmt: skip
@@ -252,23 +240,19 @@ def _mean_skipna(values: list[float] | np.ndarray) -> float:
     return float(arr.sum() / np.float64(count))
 
 
-def summarize(
-    net: Network,
-    flows: dict[str, list[Any]],
-    links: list[dict[str, Any]],
-    groups: list[dict[str, Any]],
-    run_info: dict[str, Any],
-) -> dict[str, Any]:
-    """The run's summary from the tables' rows (:func:`flow_rows`, :func:`link_rows`,
-    :func:`group_rows`)."""
+def packet_summary(net: Network, flows: dict[str, list[Any]], links: list[dict[str, Any]]) -> dict[str, Any]:
+    """The summary keys only the packet engine knows, from the tables' rows (:func:`flow_rows`,
+    :func:`link_rows`) and the network's counters."""
+    from spraylab.metrics.build import uplink_imbalance
+
     n_flows = len(flows["flow_id"])
     sent = sum(flows["packets_sent"])
     retx = sum(flows["retx_packets"])
     spurious = sum(flows["spurious_retx"])
-    imbalance_max, imbalance_mean = uplink_imbalance(net)
+    imbalance_max, imbalance_mean = uplink_imbalance(
+        [p.tx_bytes for p in switch.uplinks] for switch in net.switches.values()
+    )
     summary: dict[str, Any] = {
-        **run_info,
-        **flow_statistics(flows, net.sim.now),
         "packets_sent": sent,
         "retx_packets": retx,
         "retx_ratio": retx / sent if sent else 0.0,
@@ -300,9 +284,6 @@ def summarize(
     if net.switch_params.trimming:
         # not a drop: the header went on and was NACKed (spraylab.net.conservation.check_trimmed)
         summary["trimmed_packets"] = net.trimmed_packets
-    summary.update(bucket_and_group_statistics(flows, groups))
-    for key, value in net.lb.stats().items():
-        summary[f"lb.{key}"] = value
     return summary
 
 
@@ -392,15 +373,18 @@ def collect(
     run_info: dict[str, Any],
     bound_ps: list[int],
 ) -> Result:
+    from spraylab.metrics.build import build_result
+
     duration = max(1, net.sim.now)
     flows = flow_rows(net, ideal_ps, bound_ps)
     links = link_rows(net, duration)
-    group_list = group_rows(flows, groups)
-    summary = summarize(net, flows, links, group_list, run_info)
 
-    def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
         import pandas as pd
 
-        return flow_frame(flows), pd.DataFrame(links), group_frame(group_list)
+        return flow_frame(flows), pd.DataFrame(links)
 
-    return Result(scenario=scenario, summary=summary, tables=tables)
+    lb_stats = {f"lb.{key}": value for key, value in net.lb.stats().items()}
+    return build_result(
+        scenario, run_info, flows, net.sim.now, groups, packet_summary(net, flows, links), tables, lb_stats
+    )

@@ -5,7 +5,8 @@ flows) and composes the modules that act on it, one concept each:
 * ``wiring``: builds switches, hosts, ports and their links from the fabric (``SwitchParams``);
 * ``link``: what one direction of a link does to a packet (failure, loss, taps, PFC ingress
   accounting, the ToR bypass), a fixed-order pipeline;
-* ``routing``: forwarding tables and route groups (the route model is in ``routes``);
+* ``routing``: forwarding tables and route groups, installed from ``route_table`` (the one
+  route computation, which the fluid engine reads too; the route model is in ``routes``);
 * ``failures``: link events (down, degrade, loss);
 * ``flow_schedule``: queue pairs, start times and dependencies;
 * ``stop_rule``: when a workload run is done;

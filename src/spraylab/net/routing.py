@@ -1,11 +1,11 @@
-"""Route computation: fills every switch's forwarding table and every host's NIC table from
-the fabric and the links routing has removed. The route model itself (``RouteGroup``, the
-path tracer) is in ``spraylab.net.routes``.
+"""The packet engine's forwarding state, installed from the route table both engines read
+(:class:`spraylab.net.route_table.RouteTable`): every switch's forwarding table and every host's
+NIC table. The route model itself (``RouteGroup``, the path tracer) is in ``spraylab.net.routes``.
 
-For every destination ToR, hop distances from every switch over switch-to-switch links (hosts
-never transit); each switch's candidates for every host behind that ToR are its routed ports
-toward neighbours one hop closer. One route group per (switch, destination ToR), and per
-directly attached host, lives for the whole run and is re-installed in place at every
+The table computes, per routing version, each switch's candidate links towards every
+destination ToR and to its attached hosts; this module only maps link ids to ports
+(``Network.ports[l]`` is directed link ``l``). One route group per (switch, destination ToR),
+and per directly attached host, lives for the whole run and is re-installed in place at every
 recomputation (see ``RouteGroup``)."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from spraylab.net.host import Host, UniformRoute
+import numpy as np
+
+from spraylab.net.host import UniformRoute
+from spraylab.net.route_table import RouteTable
 from spraylab.net.routes import RouteGroup
-from spraylab.net.switch import Switch
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -23,83 +25,87 @@ if TYPE_CHECKING:
 
 
 class Routing:
-    """The routing state of one network: the ports it has removed, its version, its groups."""
+    """The routing state of one network: its route table and the groups installed from it."""
 
-    __slots__ = ("net", "routed_down", "version", "_groups")
+    __slots__ = ("net", "table", "_groups", "_link_of")
 
     def __init__(self, net: Network) -> None:
         self.net = net
-        self.routed_down: set[int] = set()  # ids of ports routing has removed (both directions)
-        self.version = 0  # bumped by every recomputation (RouteGroup.version)
-        self._groups: dict[tuple[str, str | int], RouteGroup] = {}  # (switch, dst ToR or host id)
+        self.table = RouteTable(net.fabric)
+        self._groups: dict[tuple[int, int], RouteGroup] = {}  # (switch, ToR row or ~host id)
+        self._link_of: dict[int, int] | None = None  # id(port) -> directed link id
+
+    @property
+    def version(self) -> int:
+        """Bumped by every recomputation (``RouteGroup.version``)."""
+        return self.table.version
+
+    @property
+    def routed_down(self) -> set[int]:
+        """Directed link ids (``Network.ports`` indices) routing has removed."""
+        return self.table.routed_down
 
     def remove(self, ports: Iterable[Port]) -> None:
         """Routing has converged around failed ``ports``: recompute without them."""
-        self.routed_down.update(id(p) for p in ports)
+        if self._link_of is None:
+            self._link_of = {id(p): lid for lid, p in enumerate(self.net.ports)}
+        self.table.routed_down.update(self._link_of[id(p)] for p in ports)
         self.compute()
 
     def compute(self) -> None:
-        """Equal-cost next hops per (switch, destination host), re-installed in place."""
+        """A new table version, its candidates installed in place as ports."""
         net = self.net
-        fabric = net.fabric
-        routed_down = self.routed_down
-        self.version += 1
-        version = self.version
-        # A switch pair is cut only when all of its parallel links are down.
-        down_pairs = {
-            pair for pair, ports in net.link_ports.items() if all(id(p) in routed_down for p in ports)
-        }
-        adj = fabric.switch_neighbours(down_pairs)
+        table = self.table
+        table.compute()
+        version = table.version
+        ports = net.ports
         n = len(net.hosts)
+        ns, n_tors = table.n_switches, len(table.tors)
         unrouted = RouteGroup(version=version)  # never installed: no candidate
-        tables: dict[str, list[RouteGroup]] = {name: [unrouted] * n for name in net.switches}
-        hosts_by_tor: dict[str, list[int]] = {}
-        for h in net.hosts:
-            hosts_by_tor.setdefault(fabric.host_tor[h.id], []).append(h.id)
-        # per switch: its routed ports towards other switches, with the peer's name
-        fabric_ports = {
-            name: [
-                (p, p.peer_owner.name)
-                for p in switch.ports
-                if isinstance(p.peer_owner, Switch) and id(p) not in routed_down
-            ]
-            for name, switch in net.switches.items()
-        }
-        for tor, tor_hosts in hosts_by_tor.items():
-            dist = fabric.distances_to(tor, adj)
-            for name in net.switches:
-                if name == tor:
+        # every (switch, destination ToR) group in one request
+        gid = table.tor_groups(np.repeat(np.arange(ns), n_tors), np.tile(np.arange(n_tors), ns))
+        gid = gid.reshape(ns, n_tors).tolist()
+        ptr, links = table.group_ptr.tolist(), table.group_links.tolist()
+        tor_hosts: list[list[int]] = [[] for _ in range(n_tors)]
+        for h, row in enumerate(table.tor_row[table.tor_of_host].tolist()):
+            tor_hosts[row].append(h)
+        tor_of_row = table.tors.tolist()
+        link_dst = table.link_dst.tolist()
+        for s, switch in enumerate(net.switches.values()):
+            fib = [unrouted] * n
+            groups = gid[s]
+            for row, hosts in enumerate(tor_hosts):
+                if tor_of_row[row] == s:
+                    continue  # its own hosts: the direct groups below
+                g = groups[row]
+                group = self._group(s, row)
+                group.install([ports[lid] for lid in links[ptr[g] : ptr[g + 1]]], version)
+                for h in hosts:
+                    fib[h] = group
+            for lid in table.egress(s).tolist():
+                host = link_dst[lid] - ns
+                if host < 0:
                     continue
-                want = dist[name] - 1 if name in dist else -2  # unreachable: no candidate
-                cands = self._group(name, tor)
-                cands.install([p for p, peer in fabric_ports[name] if dist.get(peer, -1) == want], version)
-                table = tables[name]
-                for h in tor_hosts:
-                    table[h] = cands
-        for name, switch in net.switches.items():
-            for port in switch.ports:
-                if isinstance(port.peer_owner, Host):
-                    direct = self._group(name, port.peer_owner.id)
-                    direct.install((port,), version)
-                    tables[name][port.peer_owner.id] = direct
-                    if fabric.host_tor[port.peer_owner.id] == name and port.peer_owner.id not in switch.hosts:
-                        switch.hosts.append(port.peer_owner.id)
-            switch.table = tables[name]
+                group = self._group(s, ~host)
+                group.install((ports[table.link_to_host(s, host)],), version)
+                fib[host] = group
+                if table.tor_of_host[host] == s and host not in switch.hosts:
+                    switch.hosts.append(host)
+            switch.table = fib
+        peer_key, peer_link = table.peer_key.tolist(), table.peer_link.tolist()
+        first_peer = np.searchsorted(table.peer_key, np.arange(n + 1) * n).tolist()
         for host in net.hosts:
-            tor_nic = next(nic for nic in host.nics if nic.port.peer_owner.name == fabric.host_tor[host.id])
+            nic_of = {id(nic.port): nic for nic in host.nics}
+            tor_nic = nic_of[id(ports[int(table.host_nic[host.id])])]
             if len(host.nics) == 1:
                 host.route = UniformRoute(tor_nic, n)
                 continue
             route = [tor_nic] * n
-            for nic in host.nics:
-                peer = nic.port.peer_owner
-                if nic is not tor_nic:
-                    for port in peer.ports:
-                        if isinstance(port.peer_owner, Host):
-                            route[port.peer_owner.id] = nic
+            for i in range(first_peer[host.id], first_peer[host.id + 1]):
+                route[peer_key[i] - host.id * n] = nic_of[id(ports[peer_link[i]])]
             host.route = route
 
-    def _group(self, switch: str, dst: str | int) -> RouteGroup:
+    def _group(self, switch: int, dst: int) -> RouteGroup:
         group = self._groups.get((switch, dst))
         if group is None:
             group = self._groups[(switch, dst)] = RouteGroup()

@@ -35,44 +35,27 @@ A study is TOML (see ``studies/*.toml``)::
     compare = "<="
     reference = "rps/ideal"                 # same forms as `of`, or {metric = "...", of = ...}
     factor = 1.15                           # (or `value = 0` for an absolute threshold)
-
 A scenario sweep runs through :mod:`spraylab.sweep` (its points are keyed by scenario hash, so a
-rerun reuses every stored run); the variants axis is :mod:`spraylab.variants`. Every problem is
-one :class:`ScenarioError` line naming the key and the value.
+rerun reuses every stored run); the variants axis is :mod:`spraylab.variants`. The file's keys and
+types are its schema's (:mod:`spraylab.study.schema`); what needs the whole study (a claim's sweep,
+axis values and metric, the profile, the template file) is checked here. Every problem is one
+:class:`ScenarioError` line naming the key and the value.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import itertools
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spraylab.config import ScenarioError, read_toml
-from spraylab.sweep import SEED_AXIS, VARIANT_AXIS, Point, Sweep, build_points, merged_base
-
-STUDY_KEYS = ("name", "title", "template", "profiles", "sweep", "claim", "references")
-UNITS = ("ps", "bps", "bytes", "pct", "change", "x", "count", "float")
-SWEEP_KEYS = (
-    "name",
-    "base",
-    "variants",
-    "seeds",
-    "axes",
-    "profiles",
-    "analysis",
-    "baseline",
-    "only_with_profile",
-)
-STATISTICS = ("mean", "median", "min", "max", "each")
-COMPARISONS = ("<", "<=", ">", ">=", "==", "!=")
-CLAIM_KEYS = (
-    "id", "text", "sweep", "metric", "of", "statistic", "compare", "reference", "factor", "value",
-    "tolerance", "if_not_met", "for_each",
-)  # fmt: skip
+from spraylab.config import ScenarioError, apply_override, read_toml
+from spraylab.config_errors import parse_model
+from spraylab.study.schema import ClaimTable, ReferenceTable, StudyFile, StudySweepKeys
+from spraylab.sweep import SEED_AXIS, VARIANT_AXIS, Point, Sweep, build_points, merged_base, value_label
 
 
 @dataclass(frozen=True)
@@ -207,64 +190,46 @@ def _err(where: str, key: str, value: Any, what: str) -> ScenarioError:
 
 def from_dict(data: dict[str, Any], source: Path, profile: str | None = None) -> Study:
     where = f"{source}: "
-    unknown = [k for k in data if k not in STUDY_KEYS]
-    if unknown:
-        raise _err(where, unknown[0], data[unknown[0]], f"unknown key; allowed keys: {', '.join(STUDY_KEYS)}")
-    for key in ("name", "title", "template"):
-        if key in data and not isinstance(data[key], str):
-            raise _err(where, key, data[key], "must be a string")
-    if "template" not in data:
-        raise ScenarioError(
-            [f'{where}template: missing; give the page template, e.g. template = "page.md.j2"']
-        )
-    template = source.parent / data["template"]
+    spec = parse_model(StudyFile, data, str(source))
+    template = source.parent / spec.template
     if not template.is_file():
-        raise _err(where, "template", data["template"], f"no such file ({template})")
-    profiles = data.get("profiles", {})
-    if not isinstance(profiles, dict) or not all(isinstance(v, dict) for v in profiles.values()):
-        raise _err(where, "profiles", profiles, "must be a table of named override tables")
-    if profile is not None and profile not in profiles and not _sweep_profile_exists(data, profile):
-        allowed = sorted(set(profiles) | _sweep_profile_names(data)) or ["none defined"]
+        raise _err(where, "template", spec.template, f"no such file ({template})")
+    profiles = set(spec.profiles)
+    for item in spec.sweep:
+        profiles |= set(item.profiles) | ({item.only_with_profile} if item.only_with_profile else set())
+    if profile is not None and profile not in profiles:
+        allowed = sorted(profiles) or ["none defined"]
         raise _err(where, "--profile", profile, f"not a profile of this study; allowed: {', '.join(allowed)}")
-    raw_sweeps = data.get("sweep")
-    if not isinstance(raw_sweeps, list) or not raw_sweeps or not all(isinstance(s, dict) for s in raw_sweeps):
-        raise ScenarioError([f"{where}[[sweep]]: missing; give at least one sweep table"])
+    common = dict(spec.profiles.get(profile, {})) if profile else {}
     sweeps: dict[str, StudySweep] = {}
-    common = dict(profiles.get(profile, {})) if profile else {}
-    for i, raw in enumerate(raw_sweeps):
-        only = raw.get("only_with_profile")
-        if only is not None and not isinstance(only, str):
-            raise _err(f"{where}sweep[{i}].", "only_with_profile", only, "must be a profile name")
-        if only is not None and only != profile:
-            continue  # e.g. the full-scale runs, only with --profile full
-        item = _sweep(
-            {k: v for k, v in raw.items() if k != "only_with_profile"}, i, source, where, common, profile
-        )
-        if item.name in sweeps:
-            raise _err(where, f"sweep[{i}].name", item.name, "repeated; every sweep needs its own name")
-        sweeps[item.name] = item
-    raw_claims = data.get("claim", [])
-    if not isinstance(raw_claims, list) or not all(isinstance(c, dict) for c in raw_claims):
-        raise _err(where, "claim", raw_claims, "must be an array of tables ([[claim]])")
-    claims: list[Claim] = []
-    expanded = [(i, c) for i, raw in enumerate(raw_claims) for c in _expand(raw, f"{where}claim[{i}].")]
-    skipped = {s.get("name") for s in raw_sweeps if s.get("only_with_profile") not in (None, profile)}
-    for i, raw in expanded:
-        wanted = raw.get("sweep")
-        if isinstance(wanted, str) and wanted in skipped:
-            continue  # a claim on a sweep this profile leaves out
-        try:
-            claim = _claim(raw, i, sweeps, where, profile)
-        except _NotInProfile:
+    skipped: set[str] = set()
+    for i, (item, raw) in enumerate(zip(spec.sweep, data["sweep"], strict=True)):
+        if item.only_with_profile not in (None, profile):
+            skipped.add(item.name)  # e.g. the full-scale runs, only with --profile full
             continue
-        if any(c.id == claim.id for c in claims):
-            raise _err(where, f"claim[{i}].id", claim.id, "repeated; every claim needs its own id")
-        claims.append(claim)
-    references = _references(data.get("references", {}), where)
+        built = _sweep(item, raw, source, where, common, profile)
+        if built.name in sweeps:
+            raise _err(where, f"sweep[{i}].name", built.name, "repeated; every sweep needs its own name")
+        sweeps[built.name] = built
+    claims: list[Claim] = []
+    for i, raw in enumerate(data.get("claim", [])):
+        for expanded in _expand(raw):
+            table = parse_model(ClaimTable, expanded, f"{source}: claim[{i}]")
+            if isinstance(table.sweep, str) and table.sweep in skipped:
+                continue  # a claim on a sweep this profile leaves out
+            try:
+                claim = _claim(table, sweeps, where, profile)
+            except _NotInProfile:
+                continue
+            if any(c.id == claim.id for c in claims):
+                raise _err(where, f"claim[{i}].id", claim.id, "repeated; every claim needs its own id")
+            claims.append(claim)
     study = Study(
-        references=references,
-        name=data.get("name") or source.stem,
-        title=data.get("title") or data.get("name") or source.stem,
+        references={
+            name: Reference_(*ref.range, ref.unit, ref.source) for name, ref in spec.references.items()
+        },
+        name=spec.name or source.stem,
+        title=spec.title or spec.name or source.stem,
         source=source,
         template=template,
         sweeps=sweeps,
@@ -277,65 +242,17 @@ def from_dict(data: dict[str, Any], source: Path, profile: str | None = None) ->
     return study
 
 
-def _references(raw: Any, where: str) -> dict[str, Reference_]:
-    if not isinstance(raw, dict):
-        raise _err(where, "references", raw, "must be a table of name = {value or low/high, unit, source}")
-    out = {}
-    for name, item in raw.items():
-        here = f"{where}references.{name}."
-        if not isinstance(item, dict) or not set(item) <= {"value", "low", "high", "unit", "source"}:
-            raise _err(where, f"references.{name}", item, "give value (or low and high), unit and source")
-        if not isinstance(item.get("source"), str) or not item["source"]:
-            raise _err(here, "source", item.get("source"), "required: where the number comes from")
-        if item.get("unit") not in UNITS:
-            raise _err(here, "unit", item.get("unit"), f"allowed: {', '.join(UNITS)}")
-        if "value" in item:
-            low = high = _number(item, "value", here, None)
-        else:
-            low, high = _number(item, "low", here, None), _number(item, "high", here, None)
-        if low is None or high is None:
-            raise ScenarioError([f"{here}value: missing; give value, or low and high"])
-        out[name] = Reference_(low, high, item["unit"], item["source"])
-    return out
-
-
-def _sweep_profile_names(data: dict[str, Any]) -> set[str]:
-    names: set[str] = set()
-    for raw in data.get("sweep", []) if isinstance(data.get("sweep"), list) else []:
-        if isinstance(raw, dict) and isinstance(raw.get("profiles"), dict):
-            names |= set(raw["profiles"])
-        if isinstance(raw, dict) and isinstance(raw.get("only_with_profile"), str):
-            names.add(raw["only_with_profile"])
-    return names
-
-
-def _expand(raw: dict[str, Any], here: str) -> list[dict[str, Any]]:
+def _expand(raw: dict[str, Any]) -> list[dict[str, Any]]:
     """``for_each = {sweep = ["a", "b"], v = "x"}``: one claim per combination of the lists, with
     ``{sweep}`` and ``{v}`` replaced in every string of the claim; a list of such tables gives
-    the union (values that go together: ``[{v = "x", w = "y"}, {v = "z", w = "t"}]``)."""
+    the union (values that go together: ``[{v = "x", w = "y"}, {v = "z", w = "t"}]``). Its
+    shape is the schema's (``ClaimTable.for_each``)."""
     spec = raw.get("for_each")
     if spec is None:
         return [raw]
-    entries = spec if isinstance(spec, list) else [spec]
-    ok = bool(entries) and all(
-        isinstance(e, dict)
-        and e
-        and all(
-            isinstance(v, str) or (isinstance(v, list) and v and all(isinstance(x, str) for x in v))
-            for v in e.values()
-        )
-        for e in entries
-    )
-    if not ok:
-        raise _err(
-            here,
-            "for_each",
-            spec,
-            "must be a table (or a list of tables) of name = string or list of strings",
-        )
     body = {k: v for k, v in raw.items() if k != "for_each"}
     out = []
-    for entry in entries:
+    for entry in spec if isinstance(spec, list) else [spec]:
         lists = {k: v if isinstance(v, list) else [v] for k, v in entry.items()}
         for combo in itertools.product(*lists.values()):
             out.append(_substitute(body, dict(zip(lists, combo))))
@@ -354,63 +271,32 @@ def _substitute(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
-def _sweep_profile_exists(data: dict[str, Any], profile: str) -> bool:
-    return profile in _sweep_profile_names(data)
-
-
 def _sweep(
-    raw: dict[str, Any], i: int, source: Path, where: str, common: dict[str, Any], profile: str | None
+    item: StudySweepKeys,
+    raw: dict[str, Any],
+    source: Path,
+    where: str,
+    common: dict[str, Any],
+    profile: str | None,
 ) -> StudySweep:
-    here = f"{where}sweep[{i}]."
-    unknown = [k for k in raw if k not in SWEEP_KEYS and k not in _scenario_sections()]
-    if unknown:
-        allowed = ", ".join((*SWEEP_KEYS, *_scenario_sections()))
-        raise _err(here, unknown[0], raw[unknown[0]], f"unknown key; allowed keys: {allowed}")
-    name = raw.get("name")
-    if not isinstance(name, str) or not name or not name.replace("_", "").replace("-", "").isalnum():
-        raise _err(
-            here, "name", name, "required: letters, digits, - and _ (it names the sweep's store directory)"
-        )
-    here = f"{where}sweep {name}: "
-    axes_raw = raw.get("axes", {})
-    if not isinstance(axes_raw, dict):
-        raise _err(here, "axes", axes_raw, "must be a table of axis key = list of values")
-    if "analysis" in raw:
-        return _analysis_sweep(raw, name, here, profile)
-    variants = _variants(raw.get("variants"), here)
-    seeds = _seeds(raw.get("seeds", [1]), here, "seeds")
-    from spraylab.sweep import _flatten_axes
-
-    other = dict(_flatten_axes(axes_raw))
-    for key in (VARIANT_AXIS, SEED_AXIS):
-        if key in other and (key != SEED_AXIS or "seeds" in raw or any(s for _, s in variants)):
-            raise _err(
-                here,
-                f"axes.{key}",
-                other[key],
-                f"give {'variants' if key == VARIANT_AXIS else 'seeds'} instead",
-            )
+    """``raw``: the table as written, whose scenario sections go over the base."""
+    here = f"{where}sweep {item.name}: "
+    if item.analysis is not None:
+        return _analysis_sweep(item, here, profile)
+    variants = [(v.label, v.seeds) for v in item.variants or ()]
     overrides = dict(common)
-    own_profiles = raw.get("profiles", {})
-    if not isinstance(own_profiles, dict) or not all(isinstance(v, dict) for v in own_profiles.values()):
-        raise _err(here, "profiles", own_profiles, "must be a table of named override tables")
     if profile:
-        overrides.update(own_profiles.get(profile, {}))
+        overrides.update(item.profiles.get(profile, {}))
     axes: dict[str, list[Any]] = {}
     if variants:
         axes[VARIANT_AXIS] = [label for label, _ in variants]
-    axes.update({k: v for k, v in other.items() if k != SEED_AXIS})
-    seed_axis = other.get(SEED_AXIS)
-    all_seeds = sorted({s for _, vs in variants for s in (vs or seeds)}) if variants else (seed_axis or seeds)
+    axes.update({k: v for k, v in item.axes.items() if k != SEED_AXIS})
+    seed_axis = item.axes.get(SEED_AXIS)
+    default_seeds = seed_axis or item.seeds
+    all_seeds = sorted({s for _, vs in variants for s in (vs or item.seeds)}) if variants else default_seeds
     axes[SEED_AXIS] = list(all_seeds)
-    if "base" in raw and not isinstance(raw["base"], str):
-        raise _err(
-            here, "base", raw["base"], "must be a scenario file (relative to the study) or a preset name"
-        )
     base = merged_base(raw, source.parent, here)
     # Profile overrides go into the base (they change the scenario, so they change the key).
-    from spraylab.config import apply_override
-
     for key, value in overrides.items():
         if key.startswith("axes."):
             continue  # replaces an axis' values, below
@@ -423,7 +309,7 @@ def _sweep(
     combos: list[tuple[Any, ...]] = []
     for label, own in variants or [(None, None)]:
         for rest in itertools.product(*(axes[k] for k in free)):
-            for seed in own or (seed_axis or seeds):
+            for seed in own or default_seeds:
                 combos.append(((label,) if label is not None else ()) + tuple(rest) + (seed,))
     from spraylab.budget import check_sweep_points
 
@@ -432,13 +318,13 @@ def _sweep(
     check_sweep_points(len(combos), here, allow_large)
     points: list[Point] = build_points(base, axes, here, allow_large, combos)
     sweep = Sweep(
-        name=name, base=base, axes=axes, points=points, source=str(source), baseline=raw.get("baseline")
+        name=item.name, base=base, axes=axes, points=points, source=str(source), baseline=item.baseline
     )
-    base_file = source.parent / raw["base"] if isinstance(raw.get("base"), str) else None
+    base_file = source.parent / item.base if item.base is not None else None
     if base_file is not None and not base_file.is_file():
         base_file = None  # a preset
     return StudySweep(
-        name=name, axes=axes, sweep=sweep, variants=[label for label, _ in variants], base_file=base_file
+        name=item.name, axes=axes, sweep=sweep, variants=[label for label, _ in variants], base_file=base_file
     )
 
 
@@ -459,97 +345,21 @@ def _profile_axes(
         axes[axis] = list(value)
 
 
-def _scenario_sections() -> tuple[str, ...]:
-    from spraylab.config import Scenario
-
-    return tuple(Scenario.model_fields)
-
-
-def _variants(raw: Any, here: str) -> list[tuple[str, list[int] | None]]:
-    if raw is None:
-        return []
-    if not isinstance(raw, list) or not raw:
-        raise _err(
-            here, "variants", raw, 'must be a non-empty list of labels, e.g. ["ecmp/sr", "dfs[B=64]/sr"]'
-        )
-    from spraylab.variants import VariantError, parse_variant
-
-    out: list[tuple[str, list[int] | None]] = []
-    for item in raw:
-        if isinstance(item, str):
-            label, seeds = item, None
-        elif (
-            isinstance(item, dict) and isinstance(item.get("label"), str) and set(item) <= {"label", "seeds"}
-        ):
-            label, seeds = (
-                item["label"],
-                _seeds(item.get("seeds", [1]), here, f"variants.{item['label']}.seeds"),
-            )
-        else:
-            raise _err(here, "variants", item, 'each entry is a label or {label = "...", seeds = [...]}')
-        try:
-            parse_variant(label, f"{here}variants =")
-        except VariantError as exc:
-            raise ScenarioError([str(exc)]) from None
-        if any(label == seen for seen, _ in out):
-            raise _err(here, "variants", label, "repeated label")
-        out.append((label, seeds))
-    return out
-
-
-def _seeds(raw: Any, here: str, key: str) -> list[int]:
-    if (
-        not isinstance(raw, list)
-        or not raw
-        or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in raw)
-        or len(set(raw)) != len(raw)
-    ):
-        raise _err(here, key, raw, "must be a non-empty list of distinct non-negative integers")
-    return list(raw)
-
-
-def _analysis_sweep(raw: dict[str, Any], name: str, here: str, profile: str | None) -> StudySweep:
+def _analysis_sweep(item: StudySweepKeys, here: str, profile: str | None) -> StudySweep:
+    """Its parameters are its axes, in the analysis' order (the schema checked they match)."""
     from spraylab.store import canonical_json
     from spraylab.study.analyses import ANALYSES
 
-    analysis = raw["analysis"]
-    extra = [k for k in raw if k not in ("name", "analysis", "axes", "profiles")]
-    if extra:
-        raise _err(
-            here, extra[0], raw[extra[0]], "an analysis sweep takes only name, analysis, axes and profiles"
-        )
-    if analysis not in ANALYSES:
-        raise _err(here, "analysis", analysis, f"unknown analysis; allowed: {', '.join(sorted(ANALYSES))}")
-    params = ANALYSES[analysis].params
-    axes = raw.get("axes", {})
-    for key, values in axes.items():
-        if key not in params:
-            raise _err(
-                here, f"axes.{key}", values, f"not a parameter of {analysis}; allowed: {', '.join(params)}"
-            )
-        if not isinstance(values, list) or not values:
-            raise _err(here, f"axes.{key}", values, "must be a non-empty list of values")
-    missing = [p for p in params if p not in axes]
-    if missing:
-        raise ScenarioError([f"{here}axes.{missing[0]}: missing; {analysis} needs {', '.join(params)}"])
-    axes = {k: list(axes[k]) for k in params}
-    own = raw.get("profiles", {})
-    if not isinstance(own, dict) or not all(isinstance(v, dict) for v in own.values()):
-        raise _err(here, "profiles", own, "must be a table of named override tables")
-    over = own.get(profile, {}) if profile else {}
-    if any(not k.startswith("axes.") for k in over):
-        raise _err(
-            here, f"profiles.{profile}", over, 'an analysis profile only replaces axes ("axes.KEY" = [...])'
-        )
-    _profile_axes(axes, over, here, profile)
-    import hashlib
-
+    analysis = item.analysis
+    assert analysis is not None
+    axes = {k: list(item.axes[k]) for k in ANALYSES[analysis].params}
+    _profile_axes(axes, item.profiles.get(profile, {}) if profile else {}, here, profile)
     points = []
     for i, combo in enumerate(itertools.product(*axes.values())):
         values = dict(zip(axes, combo))
         key = hashlib.sha256(canonical_json({"analysis": analysis, **values}).encode()).hexdigest()[:20]
         points.append(AnalysisPoint(i, values, key))
-    return StudySweep(name=name, axes=axes, analysis=analysis, analysis_points=points)
+    return StudySweep(name=item.name, axes=axes, analysis=analysis, analysis_points=points)
 
 
 # --- claims -------------------------------------------------------------------------------------
@@ -560,7 +370,7 @@ class _NotInProfile(Exception):
 
 
 def _selector(
-    raw: Any, axes: dict[str, list[Any]], here: str, key: str, profile: str | None = None
+    raw: str | dict[str, Any], axes: dict[str, list[Any]], here: str, key: str, profile: str | None = None
 ) -> Selector:
     if isinstance(raw, str):
         if VARIANT_AXIS not in axes:
@@ -571,10 +381,6 @@ def _selector(
                 "a label selects a variant, and this sweep has no variants; give a table of axis values",
             )
         raw = {VARIANT_AXIS: raw}
-    if not isinstance(raw, dict):
-        raise _err(here, key, raw, "must be a variant label or a table of axis = value")
-    from spraylab.sweep import value_label
-
     for axis, value in raw.items():
         if axis not in axes:
             raise _err(here, f"{key}.{axis}", value, f"not an axis of the sweep; axes: {', '.join(axes)}")
@@ -591,75 +397,36 @@ def _selector(
     return Selector(tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in raw.items()))
 
 
-def _number(raw: dict[str, Any], key: str, here: str, default: float | None) -> float | None:
-    value = raw.get(key, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _err(here, key, value, "must be a finite number")
-    return float(value)
-
-
-def _claim(
-    raw: dict[str, Any], i: int, sweeps: dict[str, StudySweep], where: str, profile: str | None = None
-) -> Claim:
-    here = f"{where}claim[{i}]."
-    unknown = [k for k in raw if k not in CLAIM_KEYS]
-    if unknown:
-        raise _err(here, unknown[0], raw[unknown[0]], f"unknown key; allowed keys: {', '.join(CLAIM_KEYS)}")
-    for key in ("id", "metric", "compare"):
-        if not isinstance(raw.get(key), str) or not raw[key]:
-            raise _err(here, key, raw.get(key), "required, a non-empty string")
-    here = f"{where}claim {raw['id']}: "
-    names = raw.get("sweep")
-    if names == "*":
-        names = list(sweeps)
-    names = [names] if isinstance(names, str) else names
-    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
-        raise _err(here, "sweep", raw.get("sweep"), 'required: a sweep name, a list of them, or "*"')
+def _claim(table: ClaimTable, sweeps: dict[str, StudySweep], where: str, profile: str | None = None) -> Claim:
+    here = f"{where}claim {table.id}: "
+    names = (
+        list(sweeps) if table.sweep == "*" else [table.sweep] if isinstance(table.sweep, str) else table.sweep
+    )
     for n in names:
         if n not in sweeps:
             raise _err(here, "sweep", n, f"no such sweep; sweeps: {', '.join(sweeps)}")
     axes = _common_axes([sweeps[n] for n in names])
-    of = _selector(raw.get("of", {}), axes, here, "of", profile)
-    statistic = raw.get("statistic", "mean")
-    if statistic not in STATISTICS:
-        raise _err(here, "statistic", statistic, f"allowed: {', '.join(STATISTICS)}")
-    if raw["compare"] not in COMPARISONS:
-        raise _err(here, "compare", raw["compare"], f"allowed: {', '.join(COMPARISONS)}")
-    if ("reference" in raw) == ("value" in raw):
-        raise ScenarioError(
-            [f"{here}reference / value: give exactly one (a reference to compare with, or a threshold value)"]
-        )
-    reference = None
-    if "reference" in raw:
-        reference = _reference(raw["reference"], sweeps, names, axes, here, profile)
+    of = _selector(table.of, axes, here, "of", profile)
+    reference = _reference(table.reference, sweeps, axes, here, profile) if table.reference else None
     # known before anything runs: a claim on a misspelt metric would otherwise be found missing
     # only after every run of the study
-    _check_metric(here, "metric", raw["metric"], [sweeps[n] for n in names])
+    _check_metric(here, "metric", table.metric, [sweeps[n] for n in names])
     if reference is not None and reference.metric is not None:
         ref_sweeps = [sweeps[reference.sweep]] if reference.sweep else [sweeps[n] for n in names]
         _check_metric(here, "reference.metric", reference.metric, ref_sweeps)
-    factor = _number(raw, "factor", here, 1.0)
-    tolerance = _number(raw, "tolerance", here, 0.0)
-    if tolerance is not None and tolerance < 0:
-        raise _err(here, "tolerance", tolerance, "must be >= 0")
-    for key in ("text", "if_not_met"):
-        if key in raw and not isinstance(raw[key], str):
-            raise _err(here, key, raw[key], "must be a string")
     return Claim(
-        id=raw["id"],
-        text=raw.get("text", ""),
+        id=table.id,
+        text=table.text,
         sweeps=tuple(names),
-        metric=raw["metric"],
+        metric=table.metric,
         of=of,
-        statistic=statistic,
-        compare=raw["compare"],
-        factor=factor if factor is not None else 1.0,
+        statistic=table.statistic,
+        compare=table.compare,
+        factor=table.factor,
         reference=reference,
-        value=_number(raw, "value", here, None),
-        tolerance=tolerance or 0.0,
-        if_not_met=raw.get("if_not_met", ""),
+        value=table.value,
+        tolerance=table.tolerance,
+        if_not_met=table.if_not_met,
     )
 
 
@@ -707,25 +474,16 @@ def _common_axes(items: list[StudySweep]) -> dict[str, list[Any]]:
 
 
 def _reference(
-    raw: Any,
+    table: ReferenceTable,
     sweeps: dict[str, StudySweep],
-    names: list[str],
     axes: dict[str, list[Any]],
     here: str,
     profile: str | None = None,
 ) -> Reference:
-    if isinstance(raw, str):
-        return Reference(None, _selector(raw, axes, here, "reference", profile), None)
-    if not isinstance(raw, dict) or not set(raw) <= {"sweep", "of", "metric"} or not raw:
-        raise _err(here, "reference", raw, "a variant label or a table {sweep, of, metric} (each optional)")
-    sweep = raw.get("sweep")
-    if sweep is not None and sweep not in sweeps:
-        raise _err(here, "reference.sweep", sweep, f"no such sweep; sweeps: {', '.join(sweeps)}")
-    ref_axes = sweeps[sweep].axes if sweep else axes
-    of = _selector(raw["of"], ref_axes, here, "reference.of", profile) if "of" in raw else None
-    if sweep is not None and of is None:
+    if table.sweep is not None and table.sweep not in sweeps:
+        raise _err(here, "reference.sweep", table.sweep, f"no such sweep; sweeps: {', '.join(sweeps)}")
+    ref_axes = sweeps[table.sweep].axes if table.sweep else axes
+    of = _selector(table.of, ref_axes, here, "reference.of", profile) if table.of is not None else None
+    if table.sweep is not None and of is None:
         raise ScenarioError([f"{here}reference.of: missing; points of another sweep need a selector"])
-    metric = raw.get("metric")
-    if metric is not None and not isinstance(metric, str):
-        raise _err(here, "reference.metric", metric, "must be a metric name")
-    return Reference(sweep, of, metric)
+    return Reference(table.sweep, of, table.metric)

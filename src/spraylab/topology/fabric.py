@@ -1,12 +1,11 @@
 """A fabric described as data: named nodes and links, before any simulation object exists.
 
 Topology builders (one module each) return a :class:`Fabric`; :class:`spraylab.net.network.Network`
-turns it into ports, switches and hosts. Routing is computed here too, as plain data: for each
-switch and destination ToR, the neighbours one hop closer (equal-cost next hops)."""
+turns it into ports, switches and hosts; :class:`spraylab.net.route_table.RouteTable` computes its
+routes (hop distances and equal-cost next hops), which both engines read."""
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 
 HOST_TIER = -1
@@ -56,26 +55,3 @@ class Fabric:
         for tor in self.host_tor:
             seen.setdefault(tor, None)
         return list(seen)
-
-    def switch_neighbours(self, excluded: set[tuple[str, str]] | None = None) -> dict[str, list[str]]:
-        """Switch-to-switch adjacency (with parallel links repeated), skipping links that are down."""
-        adj: dict[str, list[str]] = {name: [] for name in self.switch_tier}
-        for link in self.links:
-            if link.a in adj and link.b in adj:
-                if excluded and ((link.a, link.b) in excluded or (link.b, link.a) in excluded):
-                    continue
-                adj[link.a].append(link.b)
-                adj[link.b].append(link.a)
-        return adj
-
-    def distances_to(self, tor: str, adj: dict[str, list[str]]) -> dict[str, int]:
-        """Hop distances from every switch to ``tor`` over switch links (hosts never transit)."""
-        dist = {tor: 0}
-        frontier = deque([tor])
-        while frontier:
-            node = frontier.popleft()
-            for nxt in adj[node]:
-                if nxt not in dist:
-                    dist[nxt] = dist[node] + 1
-                    frontier.append(nxt)
-        return dist

@@ -5,8 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
+from spraylab.transport.cc.dctcp import DctcpParams
 from spraylab.transport.cc.hpcc import HpccParams
 from spraylab.transport.cc.nscc import NsccParams
+from spraylab.transport.cc.swift import SwiftParams
 
 # Bytes ``ack_every_bytes`` counts per data packet beyond its payload, per ``ack_bytes`` rule.
 # htsim's UEC sink adds each packet's size() (its MSS plus UecSrc::_hdr_size = 64 B) to the
@@ -73,6 +75,8 @@ class TransportParams:
     dcqcn: DcqcnParams = DcqcnParams()
     hpcc: HpccParams = HpccParams()  # read when cc = "hpcc" (spraylab.transport.cc.hpcc)
     nscc: NsccParams = NsccParams()  # read when cc = "nscc" (spraylab.transport.cc.nscc)
+    dctcp: DctcpParams = DctcpParams()  # read when cc = "dctcp" (spraylab.transport.cc.dctcp)
+    swift: SwiftParams = SwiftParams()  # read when cc = "swift" (spraylab.transport.cc.swift)
 
     def __post_init__(self) -> None:
         # Imported here: the registries import the modules that import this one.

@@ -10,7 +10,15 @@ from typing import Any
 
 from spraylab.registry import Registry
 
-__all__ = ["Registry", "cc_modes", "cc_parameters", "optional_hook", "recovery_modes"]
+__all__ = [
+    "Registry",
+    "cc_modes",
+    "cc_parameters",
+    "optional_hook",
+    "param_text",
+    "recovery_keys",
+    "recovery_modes",
+]
 
 
 def optional_hook(obj: object, name: str, base: type) -> Any:
@@ -36,18 +44,47 @@ def cc_modes() -> dict[str, str]:
     return {name: CONGESTION_CONTROLS.classes[name].summary for name in CONGESTION_CONTROLS.names()}
 
 
-def cc_parameters(name: str) -> str:
-    """Congestion control ``name``'s own section as ``[transport.X] key=default, ...``, or "-"
-    for a control without one (``spraylab list``)."""
+# The unit each value parser stands for (spraylab.config_types), as ``spraylab list`` prints it.
+_UNITS = {"parse_rate_bps": "bits/s", "parse_bytes": "bytes", "parse_time_ps": "ps"}
+
+
+def cc_parameters(name: str) -> tuple[str, list[tuple[str, Any, str]]]:
+    """Congestion control ``name``'s own scenario section (``"transport.X"``, or "" for a
+    control without one) and its parameters as (key, default, unit), the unit "" for a
+    dimensionless number (``spraylab list``)."""
     from spraylab.config import TransportSection
     from spraylab.transport.cc.base import CONGESTION_CONTROLS
 
-    section = CONGESTION_CONTROLS.get(name).params_section
+    section = getattr(CONGESTION_CONTROLS.get(name), "params_section", "")
     if not section:
-        return "-"
+        return "", []
     model = TransportSection.model_fields[section].annotation
-    fields = getattr(model, "model_fields", {})
-    return f"[transport.{section}] " + ", ".join(f"{k}={v.default!r}" for k, v in fields.items())
+    rows = []
+    for key, field in model.model_fields.items():  # type: ignore[union-attr]
+        unit = ""
+        for meta in field.metadata:
+            func = getattr(meta, "func", None)
+            unit = _UNITS.get(getattr(func, "__name__", ""), unit)
+        rows.append((key, field.default, unit))
+    return f"transport.{section}", rows
+
+
+def param_text(key: str, default: Any, unit: str) -> str:
+    """``key = default unit (as written with units)``, e.g. ``alpha_timer = 1000000 ps (1us)``;
+    ``key = default`` for a dimensionless number."""
+    from spraylab.units import format_bytes, format_rate, format_time
+
+    if not unit:
+        return f"{key} = {default!r}"
+    readable = {"ps": format_time, "bits/s": format_rate, "bytes": format_bytes}[unit](default)
+    return f"{key} = {default!r} {unit} ({readable})"
+
+
+def recovery_keys(name: str) -> tuple[str, ...]:
+    """The ``[transport]`` keys recovery mode ``name`` reads (``Recovery.reads``)."""
+    from spraylab.transport.recovery.base import RECOVERIES
+
+    return RECOVERIES.get(name).reads
 
 
 def fluid_refused_cc(name: str) -> str:

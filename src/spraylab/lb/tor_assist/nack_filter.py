@@ -208,7 +208,7 @@ class NackFilter:
 
     # --- NACKs and out-of-order CNPs from the attached host -------------------------------
     def filter(self, switch: Switch, pkt: Packet) -> bool:
-        fs: Any = self.tracker.dst.get(pkt.qp.flow_id)
+        fs: Any = self.tracker.dst.get(pkt.flow_id)
         c = self.counters
         is_nack = pkt.kind == NACK
         if fs is None:

@@ -87,8 +87,8 @@ class TorProgram:
                 return self._arrive(switch, pkt)
             return True
         if kind == ACK:
-            if attached[pkt.dst] and pkt.psn >= pkt.qp.n_packets and not attached[pkt.src]:
-                self.stamper.retire(pkt.qp.flow_id)
+            if attached[pkt.dst] and pkt.psn >= pkt.msg_packets and not attached[pkt.src]:
+                self.stamper.retire(pkt.flow_id)
             return True
         if (
             self._filter is not None

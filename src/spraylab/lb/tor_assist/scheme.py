@@ -20,6 +20,7 @@ class TorAssist(LoadBalancer):
     name = "tor_assist"
     where = "tor"
     summary = "source ToR sprays and stamps (path, seq); destination ToR filters NACKs or resequences"
+    fluid_model = "tor_split"
     Params = TorAssistParams
 
     def __init__(self, params: LbParams | None = None) -> None:

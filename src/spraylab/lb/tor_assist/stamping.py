@@ -54,7 +54,7 @@ class SourceStamper:
         self.flows = flows
 
     def spray(self, switch: Switch, pkt: Packet) -> bool:
-        fid = pkt.qp.flow_id
+        fid = pkt.flow_id
         st = self.src.get(fid)
         if st is None:
             n = len(switch.uplinks)

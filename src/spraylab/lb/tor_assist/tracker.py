@@ -120,12 +120,11 @@ class DestinationTracker:
 
     def state(self, pkt: Packet) -> Any:
         """The flow's state, created on its first packet, or RETIRED."""
-        qp = pkt.qp
-        fid = qp.flow_id
+        fid = pkt.flow_id
         fs = self.dst.get(fid)
         if fs is None:
             n_paths = self.paths_of_host[pkt.src]
-            fs = self.dst[fid] = self.flow_cls(fid, qp.n_packets, n_paths, self.window)
+            fs = self.dst[fid] = self.flow_cls(fid, pkt.msg_packets, n_paths, self.window)
             self.flows.live_dst += 1
             self.counters.dst_paths_max = max(self.counters.dst_paths_max, n_paths)
             self.flows.note()

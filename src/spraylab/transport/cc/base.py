@@ -25,6 +25,7 @@ from spraylab.transport.registry import Registry
 
 if TYPE_CHECKING:
     from spraylab.net.packet import Packet
+    from spraylab.net.routes import Route
     from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
 
@@ -69,6 +70,33 @@ class CongestionControl:
     def on_timeout(self) -> None:
         """The retransmission timer expired with packets outstanding (after the recovery mode
         queued its resends)."""
+
+
+def route_of(qp: QueuePair) -> Route:
+    """The route of ``qp``'s flow as traced on its first equal-cost candidates
+    (``spraylab.net.routes.trace_route``): on spraylab's symmetric fabrics every candidate path
+    of a flow has the same hops and base RTT, so a control reads them from this one."""
+    from spraylab.net.routes import trace_route
+
+    return trace_route(qp.net, qp.src, qp.dst)
+
+
+def switch_hops(qp: QueuePair) -> int:
+    """The switches ``qp``'s packets cross (what a receiver reads from the TTL a packet
+    arrives with: Swift's hop count, Kumar et al. SIGCOMM'20 section 3.2)."""
+    return len(route_of(qp).hops) - 1  # every hop but the source NIC's is a switch egress
+
+
+def line_rate_bdp_packets(qp: QueuePair, line_rate_bps: float) -> float:
+    """One bandwidth-delay product at line rate in full frames, over the larger of the fabric's
+    longest base RTT and this flow's own: the window an RDMA NIC starts a flow with (line rate
+    from the first packet; HPCC's W_init, Li et al. SIGCOMM'19 section 3.2), and the most a
+    window-based control needs (more only queues)."""
+    from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
+
+    own = route_of(qp)
+    rtt_ps = max(fabric_base_rtt_ps(qp.net, qp.mtu), own.base_rtt_ps(qp.mtu) if own.complete else 0.0)
+    return line_rate_bps * rtt_ps / 8e12 / qp.full_wire_bytes
 
 
 CONGESTION_CONTROLS: Registry[CongestionControl] = Registry("transport.cc", "spraylab.transport.cc")

@@ -53,6 +53,9 @@ class Recovery:
     # Its NACK names the one PSN to resend in ``sack_psn`` (``psn`` is the cumulative ePSN, as
     # in every NACK): the requester passes that PSN to :meth:`on_nack` instead of the ePSN.
     nack_names_psn: ClassVar[bool] = False
+    # The [transport] keys the mode reads beyond mtu, cc and its own name (`spraylab list`):
+    # every receiver coalesces ACKs and every sender has the retransmission timer.
+    reads: ClassVar[tuple[str, ...]] = ("rto", "ack_every", "ack_every_bytes", "ack_bytes", "ack_delay")
     # Memory per packet of a flow's size (both ends), for the size guard (spraylab.budget).
     state_bytes_per_packet: ClassVar[int] = 1
 

@@ -13,6 +13,8 @@ class GoBackN(Recovery):
     summary = "go-back-N (ConnectX default): a NACK rewinds the sender to the missing PSN"
     receiver = GoBackNReceiver
     cnp_on_ooo = True  # ConnectX also sends a CNP for an out-of-order arrival
+    # its receiver NACKs a gap at most once per nack_timer (and CNPs it with cnp_on_ooo)
+    reads = (*Recovery.reads, "nack_timer", "cnp_on_ooo")
 
     __slots__ = ()
 

@@ -34,7 +34,7 @@ from spraylab.core._core import CumulativeSack, IdealReceiver  # compiled: core/
 from spraylab.net.framing import ACK_WIRE_BYTES
 from spraylab.net.packet import ACK, DATA, Packet
 from spraylab.net.routes import trace_route
-from spraylab.transport.recovery.base import register_recovery
+from spraylab.transport.recovery.base import Recovery, register_recovery
 from spraylab.transport.recovery.sr import SelectiveRepeat
 
 if TYPE_CHECKING:
@@ -49,6 +49,8 @@ class IdealRecovery(SelectiveRepeat):
     receiver = IdealReceiver
     acks_every_arrival = True
     notices_losses = True
+    # no bitmap and no NACK: the oracle reports losses
+    reads = Recovery.reads
     # Two int lists on the sender (tx_copies, lost_copies), one on the receiver (rank).
     state_bytes_per_packet = 25
 

@@ -19,6 +19,9 @@ class SelectiveRepeat(Recovery):
     summary = "selective repeat (out-of-order placement in a W-packet bitmap): a NACK resends one PSN"
     receiver = SelectiveRepeatReceiver
     selective = True
+    # its receiver places PSNs within ooo_bitmap of ePSN and NACKs a gap at most once per
+    # nack_timer (and CNPs it with cnp_on_ooo)
+    reads = (*Recovery.reads, "ooo_bitmap", "nack_timer", "cnp_on_ooo")
 
     __slots__ = ()
 
