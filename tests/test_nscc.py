@@ -29,24 +29,14 @@ from spraylab.net.framing import data_wire_bytes
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 from spraylab.transport.cc.nscc import NsccParams
 from spraylab.units import PS_PER_US
-from spraylab.validation import incast
+from spraylab.validation import incast, uec_switch
 
 MTU = 4096
 
 
 def _htsim_switch(bdp_bytes: float, rate_gbps: float, **extra: Any) -> dict[str, Any]:
-    """uet-htsim's UEC defaults (main_uec.cpp): a 1 x BDP queue per port with trimming, ECN
-    marking from 20% to 80% of a BDP with probability rising to 1."""
-    per_100g = 100 / rate_gbps
-    return {
-        "lossless": False,
-        "trimming": True,
-        "port_buffer": int(bdp_bytes),
-        "ecn_kmin_per_100g": int(0.2 * bdp_bytes * per_100g),
-        "ecn_kmax_per_100g": int(0.8 * bdp_bytes * per_100g),
-        "ecn_pmax": 1.0,
-        **extra,
-    }
+    """uet-htsim's UEC switches (spraylab.validation.uec_switch), with ``extra`` keys."""
+    return {**uec_switch(bdp_bytes, rate_gbps), **extra}
 
 
 NSCC_TRANSPORT = {"cc": "nscc", "recovery": "uec"}

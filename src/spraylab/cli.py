@@ -459,7 +459,7 @@ def validate_command(
         str | None,
         typer.Option(
             "--only",
-            help="Comma-separated checks (sweeps of the validation study): single_flow, ring_allreduce, incast, long_flows, marking_point, permutation, incast_tx_window, long_flows_tx_window, permutation_tx_window, ecmp_collisions, ecmp_max_min, hash, rails",
+            help="Comma-separated checks: sweeps of the validation study, e.g. incast,nscc_bottleneck (each section of docs/validation.md names its own; an unknown name lists them all)",
         ),
     ] = None,
     quick: Annotated[

@@ -166,9 +166,29 @@ def dctcp_switch(base_rtt_ps: float = BASE_RTT_PS) -> dict[str, Any]:
     return {"ecn_kmin_per_100g": k, "ecn_kmax_per_100g": k, "ecn_pmax": 1.0}
 
 
-# Switch settings each control is measured with at the bottleneck: DCTCP needs its step mark;
+def uec_switch(bdp_bytes: float, rate_gbps: float = 400) -> dict[str, Any]:
+    """The ``[switch]`` keys of uet-htsim's UEC defaults (``main_uec.cpp``): a queue of one BDP
+    per port with packet trimming, ECN marking from 20% to 80% of a BDP with the probability
+    rising to 1 (its ``[switch]`` ECN thresholds are per 100 Gb/s of port rate)."""
+    per_100g = 100 / rate_gbps
+    return {
+        "lossless": False,
+        "trimming": True,
+        "port_buffer": int(bdp_bytes),
+        "ecn_kmin_per_100g": int(0.2 * bdp_bytes * per_100g),
+        "ecn_kmax_per_100g": int(0.8 * bdp_bytes * per_100g),
+        "ecn_pmax": 1.0,
+    }
+
+
+# Switch settings and transport keys each control is measured with at the bottleneck: DCTCP
+# needs its step mark, NSCC runs as UEC specifies it (trimming switches, the uec recovery);
 # the others run on the default RED profile (docs/congestion-control.md).
-CC_SWITCH: dict[str, dict[str, Any]] = {"dctcp": dctcp_switch()}
+CC_SWITCH: dict[str, dict[str, Any]] = {
+    "dctcp": dctcp_switch(),
+    "nscc": uec_switch(BASE_RTT_PS * 400e9 / 8e12),
+}
+CC_TRANSPORT: dict[str, dict[str, Any]] = {"nscc": {"recovery": "uec"}}
 
 
 def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
@@ -181,7 +201,7 @@ def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
         senders,
         size,
         lossless,
-        transport={"cc": cc},
+        transport={"cc": cc, **CC_TRANSPORT.get(cc, {})},
         topology=topology,
         switch=CC_SWITCH.get(cc, {}),
     )
