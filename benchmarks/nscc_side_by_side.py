@@ -106,9 +106,11 @@ def topo_rate_gbps(topo: Path) -> float:
     raise SystemExit(f"{topo}: no Downlink_speed_Gbps line")
 
 
-def spraylab_run(
+def spraylab_scenario(
     cm: Path, topo: Path, scheme: str, settings: dict[str, float], rate_gbps: float, work: Path
-) -> dict[str, Any]:
+) -> tuple[Path, list[str]]:
+    """The spraylab scenario of one htsim case (``spraylab import htsim`` with htsim's derived
+    settings as overrides), and the import command that wrote it."""
     rtt_s = settings["network_rtt_us"] * 1e-6
     bdp_packets = math.ceil(rtt_s * rate_gbps * 1e9 / 8 / HTSIM_PACKET_BYTES)
     per_100g = 100 / rate_gbps
@@ -133,7 +135,6 @@ def spraylab_run(
     if scheme == "reps":
         overrides["lb.freeze_us"] = str(settings["min_rto_us"])
     scenario = work / f"spraylab_{cm.stem}_{scheme}.toml"
-    result_dir = work / f"spraylab_{cm.stem}_{scheme}"
     spraylab = [sys.executable, "-m", "spraylab.cli"]
     cmd_import = [
         *spraylab,
@@ -150,7 +151,25 @@ def spraylab_run(
         cmd_import += ["--set", f"{key}={value}"]
     scenario.unlink(missing_ok=True)  # spraylab import refuses to overwrite
     _check(subprocess.run(cmd_import, capture_output=True, text=True))
-    cmd_run = [*spraylab, "run", str(scenario), "--out", str(result_dir), "--format", "json"]
+    return scenario, cmd_import
+
+
+def spraylab_run(
+    cm: Path, topo: Path, scheme: str, settings: dict[str, float], rate_gbps: float, work: Path
+) -> dict[str, Any]:
+    scenario, cmd_import = spraylab_scenario(cm, topo, scheme, settings, rate_gbps, work)
+    result_dir = work / f"spraylab_{cm.stem}_{scheme}"
+    cmd_run = [
+        sys.executable,
+        "-m",
+        "spraylab.cli",
+        "run",
+        str(scenario),
+        "--out",
+        str(result_dir),
+        "--format",
+        "json",
+    ]
     shutil.rmtree(result_dir, ignore_errors=True)
     t0 = time.monotonic()
     _check(subprocess.run(cmd_run, capture_output=True, text=True))

@@ -1,0 +1,120 @@
+"""CPU and memory side by side with uet-htsim: the same htsim connection matrix and fat-tree
+``.topo`` run by ``htsim_uec`` and by spraylab, both on NSCC with packet trimming (the scenario
+``benchmarks/nscc_side_by_side.py`` builds from htsim's own derived settings), alternating
+fresh processes, whole-process user CPU and peak RSS from ``wait4``.
+
+The htsim binary is an argument: this script neither fetches nor builds htsim. Usage:
+
+    python benchmarks/htsim_cpu.py --htsim /path/to/htsim_uec \\
+        --case fat_tree_128_1os.topo:perm_128.cm --case fat_tree_1024_1os.topo:perm_1024.cm \\
+        [--scheme oblivious] [--repeat 3] [--work /tmp/htsim-cpu] [--json benchmarks/htsim_cpu.json]
+
+The row also gives spraylab's ``packet_hops`` (every frame serialized onto a link, data and
+control) for the work done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nscc_side_by_side import (  # noqa: E402  (a sibling script, not a package)
+    htsim_end_us,
+    htsim_run,
+    spraylab_scenario,
+    topo_rate_gbps,
+)
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+    """Run ``cmd`` to completion: its user CPU and peak RSS (the kernel's accounting)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    return {
+        "user_cpu_s": round(usage.ru_utime, 3),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "wall_s": round(time.monotonic() - t0, 3),
+    }
+
+
+def packet_hops(result_dir: Path) -> int:
+    """Frames serialized onto links in a saved spraylab run (data and control)."""
+    from spraylab.metrics.result import Result
+
+    return int(Result.load(result_dir).summary.get("packet_hops") or 0)
+
+
+def median(rows: list[dict[str, float]], key: str) -> float:
+    values = sorted(r[key] for r in rows)
+    return values[len(values) // 2]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--htsim", type=Path, required=True, help="the htsim_uec binary")
+    parser.add_argument("--case", action="append", required=True, help="TOPO:CM, htsim's own files")
+    parser.add_argument("--scheme", default="oblivious", help="htsim load balancing: oblivious or reps")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/htsim-cpu"))
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    args.work.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    rows = []
+    for case in args.case:
+        topo, cm = (Path(part) for part in case.split(":"))
+        probe = htsim_run(args.htsim, cm, topo, args.scheme, args.work)  # its settings, and a warm cache
+        rate = topo_rate_gbps(topo)
+        scenario, _ = spraylab_scenario(cm, topo, args.scheme, probe["settings"], rate, args.work)
+        htsim_cmd = [
+            str(args.htsim), "-tm", str(cm), "-topo", str(topo), "-load_balancing_algo", args.scheme,
+            "-end", str(htsim_end_us(cm, rate)), "-o", str(args.work / "htsim.dat"),
+        ]  # fmt: skip
+        out = args.work / f"spraylab_{cm.stem}_timed"
+        spraylab_cmd = [sys.executable, "-m", "spraylab.cli", "run", str(scenario), "--out", str(out)]
+        runs: dict[str, list[dict[str, float]]] = {"htsim": [], "spraylab": []}
+        for _ in range(args.repeat):  # alternating, so machine load hits both alike
+            runs["htsim"].append(timed(htsim_cmd))
+            subprocess.run(["rm", "-rf", str(out)], check=True)
+            runs["spraylab"].append(timed(spraylab_cmd, env))
+        hops = packet_hops(out)
+
+        row: dict[str, Any] = {
+            "case": f"{topo.name} + {cm.name}",
+            "scheme": args.scheme,
+            "flows": probe["flows"],
+            "runs": runs,
+            "spraylab_packet_hops": hops,
+        }
+        for side in runs:
+            row[f"{side}_user_cpu_s"] = median(runs[side], "user_cpu_s")
+            row[f"{side}_peak_rss_mb"] = median(runs[side], "peak_rss_mb")
+        row["cpu_ratio"] = round(row["spraylab_user_cpu_s"] / row["htsim_user_cpu_s"], 3)
+        row["rss_ratio"] = round(row["spraylab_peak_rss_mb"] / row["htsim_peak_rss_mb"], 3)
+        print(
+            f"{row['case']}: htsim {row['htsim_user_cpu_s']} s {row['htsim_peak_rss_mb']} MB, "
+            f"spraylab {row['spraylab_user_cpu_s']} s {row['spraylab_peak_rss_mb']} MB: "
+            f"CPU {row['cpu_ratio']}x, RSS {row['rss_ratio']}x",
+            flush=True,
+        )
+        rows.append(row)
+    if args.json:
+        meta = {"python": platform.python_version(), "when": time.strftime("%Y-%m-%d"), "repeat": args.repeat}
+        args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
