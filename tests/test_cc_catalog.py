@@ -93,18 +93,22 @@ def test_the_fluid_engine_maps_dctcp_and_swift_to_max_min_shares(cc: str) -> Non
     assert max(result.flows["fct_ps"]) <= 1.01 * transfer_ps + 10e6  # + at most 10 us of latency
 
 
-def test_the_fluid_engines_refuse_hpcc_and_list_what_they_map() -> None:
+@pytest.mark.parametrize("cc", ["hpcc", "nscc"])
+def test_the_fluid_engines_refuse_what_they_cannot_map_and_list_what_they_map(cc: str) -> None:
+    """HPCC (its rate follows in-band telemetry) and NSCC (its window follows queueing delay and
+    trims) have no max-min stand-in: the fluid engines refuse them in one line naming the ones
+    they map."""
     with pytest.raises(ScenarioError) as err:
         validate(
             {
                 "topology": {"kind": "leaf_spine"},
-                "transport": {"cc": "hpcc"},
+                "transport": {"cc": cc},
                 "workload": {"kind": "incast"},
                 "run": {"engine": "fluid"},
             }
         )
     (line,) = str(err.value).splitlines()
-    assert line.startswith("transport.cc = 'hpcc'")
+    assert line.startswith(f"transport.cc = '{cc}'") and "allowed" in line
     for mapped in ("dcqcn", "dctcp", "swift", "none"):
         assert mapped in line
 

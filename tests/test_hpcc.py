@@ -164,20 +164,6 @@ def test_hpcc_section_is_validated_and_left_out_of_the_scenario_at_its_defaults(
     assert tuned.transport.to_params().hpcc.max_stage == 3
 
 
-def test_the_fluid_engines_refuse_hpcc_in_one_line() -> None:
-    with pytest.raises(ScenarioError) as err:
-        validate(
-            {
-                "topology": {"kind": "leaf_spine"},
-                "transport": {"cc": "hpcc"},
-                "workload": {"kind": "incast"},
-                "run": {"engine": "fluid"},
-            }
-        )
-    (line,) = str(err.value).splitlines()
-    assert line.startswith("transport.cc = 'hpcc'") and "allowed" in line and "dcqcn" in line
-
-
 def test_hpcc_short_flows_wait_far_less_than_under_dcqcn_on_websearch() -> None:
     """The HPCC paper's headline direction (section 5): short flows wait behind the queues
     DCQCN lets build (its ECN thresholds are hundreds of KB), HPCC keeps those queues near empty,

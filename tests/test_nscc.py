@@ -275,20 +275,6 @@ def test_nscc_section_is_validated_and_left_out_of_the_scenario_at_its_defaults(
     assert tuned.transport.to_params().nscc.qa_gate == 2
 
 
-def test_the_fluid_engines_refuse_nscc_in_one_line() -> None:
-    with pytest.raises(ScenarioError) as err:
-        validate(
-            {
-                "topology": {"kind": "leaf_spine"},
-                "transport": {"cc": "nscc"},
-                "workload": {"kind": "incast"},
-                "run": {"engine": "fluid"},
-            }
-        )
-    (line,) = str(err.value).splitlines()
-    assert line.startswith("transport.cc = 'nscc'") and "allowed" in line
-
-
 def test_spraylab_list_shows_nscc_with_its_parameters_and_the_reps_preset() -> None:
     from typer.testing import CliRunner
 
