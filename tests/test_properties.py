@@ -26,11 +26,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from spraylab import run
-from spraylab.config import validate
-from spraylab.experiment import build_fabric
 from spraylab.lb.base import REGISTRY, load_builtin_schemes
 from spraylab.metrics.result import Result, _jsonable
+from spraylab.model.scenario import validate
 from spraylab.net.drops import DROP_CAUSES
+from spraylab.runs.experiment import build_fabric
 
 load_builtin_schemes()
 SCHEMES = sorted(REGISTRY)
