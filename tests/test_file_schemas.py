@@ -1,5 +1,5 @@
 """Sweep and study files are validated by pydantic models (spraylab.model.sweep,
-spraylab.study.schema) through the scenario's one-line formatter (config_errors.problems_of).
+spraylab.study.schema) through the scenario's one-line formatter (model.errors.problems_of).
 
 The house rule for bad input (docs/design.md, "Bad input is rejected before anything runs"): a
 malformed file ends the command with exit code 2 and exactly one ``error:`` line that names the
@@ -256,7 +256,7 @@ def test_malformed_study_file_is_one_line(
 
 def test_the_error_carries_key_value_and_allowed_as_a_scenario_error_does() -> None:
     """The Python API raises the scenario's exception type, with the first problem's key, value
-    and allowed values (config_errors.Problem), so a notebook can act on them."""
+    and allowed values (model.errors.Problem), so a notebook can act on them."""
     with pytest.raises(ScenarioError) as exc:
         Sweep.from_dict(sweep_file(parallel=4), source="s.toml")
     assert (exc.value.key, exc.value.value) == ("parallel", 4)

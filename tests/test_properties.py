@@ -191,7 +191,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     lossless = draw(st.booleans())
     workload = draw(st.lists(workloads(topology, n), min_size=1, max_size=2))
     if scheme == "ecmp" and {"rail_spray", "rail_local"} <= {w.get("strategy") for w in workload}:
-        workload = workload[:1]  # the one invalid combination (config.py says why)
+        workload = workload[:1]  # the one invalid combination (model/scenario.py says why)
     return {
         "topology": topology,
         "switch": {"lossless": lossless, "buffer": draw(st.sampled_from(["100KB", "64MB"]))},
