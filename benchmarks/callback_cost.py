@@ -36,9 +36,9 @@ MODES = ("compiled", "python_selector", "python_sender_hooks")
 
 def child(mode: str) -> dict[str, object]:
     """Runs in the child: build, install the Python parts, time the event loop."""
-    from spraylab.config import Scenario
-    from spraylab.experiment import build
     from spraylab.lb.base import LoadBalancer
+    from spraylab.model.scenario import Scenario
+    from spraylab.runs.experiment import build
 
     simulation = build(Scenario.load(SCENARIO))
     net = simulation.net

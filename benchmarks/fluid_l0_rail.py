@@ -69,7 +69,7 @@ def scenario(case: str, strategy: str, engine: str) -> dict[str, Any]:
 
 
 def measure(case: str, strategy: str, engine: str) -> dict[str, Any]:
-    from spraylab.experiment import run
+    from spraylab.runs.experiment import run
 
     t0, c0 = time.perf_counter(), time.process_time()
     s = run(scenario(case, strategy, engine)).summary

@@ -50,7 +50,7 @@ CASES: dict[str, dict[str, Any]] = {
 
 
 def measure(name: str, quantum_ps: int) -> dict[str, Any]:
-    from spraylab.experiment import run
+    from spraylab.runs.experiment import run
 
     scenario = {**CASES[name], "run": {"engine": "fluid", "progress": False, "fluid_quantum": quantum_ps}}
     c0 = time.process_time()

@@ -66,9 +66,9 @@ ITERATION_WORKERS = min(2, os.cpu_count() or 1)
 def _solver_65k() -> dict[str, Any]:
     import numpy as np
 
-    from spraylab.config import validate
     from spraylab.fluid.engine import _Routes, prepare
     from spraylab.fluid.solver import certify, solve
+    from spraylab.model.scenario import validate
 
     sc = validate(
         {
@@ -104,7 +104,7 @@ def _solver_65k() -> dict[str, Any]:
 
 
 def _run(scenario: dict[str, Any]) -> dict[str, Any]:
-    from spraylab.experiment import run
+    from spraylab.runs.experiment import run
 
     t0, c0 = time.perf_counter(), time.process_time()
     result = run(scenario)

@@ -80,8 +80,8 @@ def hop_counts(net: object, total_hops: int, drops: int) -> tuple[int, int, bool
 
 def measure(path: Path, spawned: float) -> dict[str, object]:
     """Runs inside the child process; ``spawned`` is the parent's monotonic clock at spawn."""
-    from spraylab.config import Scenario
-    from spraylab.experiment import build
+    from spraylab.model.scenario import Scenario
+    from spraylab.runs.experiment import build
 
     scenario = Scenario.load(path)
     startup_s = time.monotonic() - spawned

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from spraylab.executors import Outcome, execute
+from spraylab.sweeps.executors import Outcome, execute
 
 
 @dataclass
@@ -81,5 +81,5 @@ def inline_sweeps() -> Iterator[None]:
     """CLI sweeps run their points in this process (no worker start-up); a module that imports
     this fixture gets it for all its tests."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("spraylab.sweep.make_executor", lambda *args: InlineExecutor())
+        mp.setattr("spraylab.sweeps.sweep.make_executor", lambda *args: InlineExecutor())
         yield

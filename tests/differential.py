@@ -32,9 +32,9 @@ SKIP_KEYS = {"wall_s", "card", "engine"}
 def result_hash(scenario: dict[str, Any]) -> str:
     """sha256 (16 hex digits) of a run's summary (less timing and version keys) and its flows
     and links tables."""
-    from spraylab.experiment import run
-    from spraylab.provenance import VERSION_KEYS
-    from spraylab.store import TIMING_KEYS
+    from spraylab.results.provenance import VERSION_KEYS
+    from spraylab.results.store import TIMING_KEYS
+    from spraylab.runs.experiment import run
 
     result = run(copy.deepcopy(scenario))
     skip = {*TIMING_KEYS, *VERSION_KEYS, *SKIP_KEYS}

@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from spraylab.experiment import run
-from spraylab.provenance import VERSION_KEYS
-from spraylab.store import TIMING_KEYS
+from spraylab.results.provenance import VERSION_KEYS
+from spraylab.results.store import TIMING_KEYS
+from spraylab.runs.experiment import run
 
 STORE = Path(__file__).with_name("fingerprints.json")
 

@@ -20,13 +20,13 @@ import math
 import pytest
 from simutil import US, make_net, run_flows, small_leaf_spine
 
-from spraylab.config import ScenarioError, validate
 from spraylab.engine.simulator import Simulator
-from spraylab.experiment import run
+from spraylab.model.scenario import ScenarioError, validate
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.host import Nic
 from spraylab.net.packet import ACK, DATA, NACK, Packet
 from spraylab.net.port import Port
+from spraylab.runs.experiment import run
 from spraylab.transport.params import TransportParams
 from spraylab.transport.recovery.base import RECOVERIES
 from spraylab.workload.flows import FlowSpec

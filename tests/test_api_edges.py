@@ -93,7 +93,7 @@ def test_compare_validates_every_variant_before_running_any() -> None:
     """spraylab.compare: a bad label anywhere in the list raises before the first run (the
     runner is never called); a good list runs each variant once, in order, under its label."""
     import spraylab
-    from spraylab.variants import VariantError
+    from spraylab.model.variants import VariantError
 
     calls: list[str] = []
 

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from spraylab.cli import summary_result
-from spraylab.config import Scenario
-from spraylab.experiment import run
 from spraylab.metrics import catalog
+from spraylab.model.scenario import Scenario
 from spraylab.report import format_estimate
-from spraylab.stats import mean_ci
-from spraylab.tables import to_csv
+from spraylab.report.viewer import scenario_card
+from spraylab.results.stats import mean_ci
+from spraylab.results.tables import to_csv
+from spraylab.runs.experiment import run
 from spraylab.units import UNITS, format_value
-from spraylab.viewer import scenario_card
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "imports" / "explicit_flows.toml"
 

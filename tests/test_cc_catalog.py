@@ -11,10 +11,10 @@ import sys
 import pytest
 
 from spraylab import cli
-from spraylab.config import ScenarioError, TransportSection, validate
-from spraylab.experiment import build, run
 from spraylab.fluid.engine import wire_bytes
+from spraylab.model.scenario import ScenarioError, TransportSection, validate
 from spraylab.net.routes import trace_route
+from spraylab.runs.experiment import build, run
 from spraylab.transport.cc.base import CONGESTION_CONTROLS
 from spraylab.transport.recovery.base import RECOVERIES
 from spraylab.transport.registry import cc_parameters, param_text, recovery_keys

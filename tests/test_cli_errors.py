@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from spraylab.experiment import run
 from spraylab.metrics.result import Result
+from spraylab.runs.experiment import run
 
 VALID = """\
 [topology]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from spraylab.cli import UsageError, load_scenario, parse_variants
-from spraylab.variants import variant_scenario
+from spraylab.model.variants import variant_scenario
 
 
 def test_variants_carry_scheme_parameters_and_recovery() -> None:

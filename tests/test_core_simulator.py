@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from spraylab.config import validate
-from spraylab.experiment import Simulation, build, run
 from spraylab.metrics.maxmin import jain_index, max_min_rates
 from spraylab.metrics.paths import flow_path
 from spraylab.metrics.result import Result
+from spraylab.model.scenario import validate
 from spraylab.net.framing import ACK_WIRE_BYTES, CNP_WIRE_BYTES, NACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.host import Host
+from spraylab.runs.experiment import Simulation, build, run
 
 PS_PER_S = 10**12
 US = 10**6  # ps

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import pytest
 
-from spraylab.validation import incast
+from spraylab.study.validation import incast
 
 # The cases go-back-N RoCE without PFC is reported on, not judged (docs/congestion-control.md).
 LOSSY_REPORTED = [(8, 8_000_000), (16, 8_000_000), (2, 64_000_000)]

@@ -17,13 +17,13 @@ import math
 
 import pytest
 
-from spraylab.config import ScenarioError, validate
-from spraylab.experiment import build
+from spraylab.model.scenario import ScenarioError, validate
 from spraylab.net.framing import data_wire_bytes
 from spraylab.net.packet import ACK, Packet
+from spraylab.runs.experiment import build
+from spraylab.study.validation import BASE_RTT_PS, bottleneck_case, dctcp_switch
 from spraylab.transport.cc.dctcp import DctcpParams, dctcp_k_bytes_per_100g
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
-from spraylab.validation import BASE_RTT_PS, bottleneck_case, dctcp_switch
 
 FRAME = data_wire_bytes(4096)
 

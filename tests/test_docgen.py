@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from spraylab import docgen
-from spraylab.config import Scenario
-from spraylab.experiment import run
 from spraylab.metrics import catalog
+from spraylab.model.scenario import Scenario
+from spraylab.runs.experiment import run
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -26,8 +26,8 @@ def test_checked_in_page_is_current(page: str, make) -> None:
 
 
 def test_config_reference_lists_every_key_of_every_section() -> None:
-    from spraylab.config import SwitchSection, TransportSection
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
+    from spraylab.model.scenario import SwitchSection, TransportSection
     from spraylab.topology.imported import ImportedTopology
     from spraylab.workload.kinds.flows import FlowsWorkload
 
@@ -97,7 +97,7 @@ def test_every_monitor_key_and_time_series_column_is_documented() -> None:
     """[monitor] keys are in the configuration reference, each saying what it is, and every
     column a monitored run writes (read back from its saved Parquet files) has an entry in the
     column dictionary, under its table's heading."""
-    from spraylab.config import MonitorSection
+    from spraylab.model.scenario import MonitorSection
 
     reference = docgen.config_reference()
     for key in MonitorSection.model_fields:

@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from spraylab import run
-from spraylab.config import ScenarioError, validate
 from spraylab.metrics.result import Result
+from spraylab.model.scenario import ScenarioError, validate
 from spraylab.net.drops import DROP_CAUSES
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
 from spraylab.study.metrics import METRICS
@@ -261,8 +261,8 @@ def test_no_flow_beats_its_bound(scheme: str) -> None:
 def test_bound_search_by_hops_equals_dijkstra_on_a_uniform_fabric(monkeypatch) -> None:
     """Every switch link of a fat-tree has one delay and rate, so the cheapest path by either
     cost is the fewest-hops one: the breadth-first shortcut and Dijkstra give the same bounds."""
-    from spraylab.experiment import build
     from spraylab.metrics import fct_bound
+    from spraylab.runs.experiment import build
 
     sc = validate(
         scenario({}, {"kind": "permutation", "size": "10001B"}) | {"topology": {"kind": "fat_tree", "k": 4}}

@@ -1,5 +1,5 @@
-"""Sweep and study files are validated by pydantic models (spraylab.sweep_schema,
-spraylab.study.schema) through the scenario's one-line formatter (config_errors.problems_of).
+"""Sweep and study files are validated by pydantic models (spraylab.model.sweep,
+spraylab.study.schema) through the scenario's one-line formatter (model.errors.problems_of).
 
 The house rule for bad input (docs/design.md, "Bad input is rejected before anything runs"): a
 malformed file ends the command with exit code 2 and exactly one ``error:`` line that names the
@@ -19,9 +19,9 @@ import pytest
 import tomli_w
 
 from spraylab import cli
-from spraylab.config import ScenarioError
+from spraylab.model.scenario import ScenarioError
 from spraylab.study.definition import Study
-from spraylab.sweep import Sweep
+from spraylab.sweeps.sweep import Sweep
 
 FABRIC = {
     "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
@@ -256,7 +256,7 @@ def test_malformed_study_file_is_one_line(
 
 def test_the_error_carries_key_value_and_allowed_as_a_scenario_error_does() -> None:
     """The Python API raises the scenario's exception type, with the first problem's key, value
-    and allowed values (config_errors.Problem), so a notebook can act on them."""
+    and allowed values (model.errors.Problem), so a notebook can act on them."""
     with pytest.raises(ScenarioError) as exc:
         Sweep.from_dict(sweep_file(parallel=4), source="s.toml")
     assert (exc.value.key, exc.value.value) == ("parallel", 4)
@@ -283,8 +283,8 @@ def test_config_reference_lists_every_key_of_sweep_and_study_files() -> None:
     """docs/config-reference.md is generated from the schemas (test_docgen keeps it current):
     every key a sweep or study file takes has its row, each saying what it is."""
     from spraylab import docgen
+    from spraylab.model.sweep import SweepKeys
     from spraylab.study import schema
-    from spraylab.sweep_schema import SweepKeys
 
     page = docgen.config_reference().splitlines()
     for prefix, model in (

@@ -92,7 +92,7 @@ def test_one_byte_all_to_all_runs_to_completion_under_the_fluid_engine() -> None
     """The issue's crash (``ACK reservation did not converge``): every 1-byte message of an
     all-to-all finishes, no earlier than its FCT bound, with the fallback counted."""
     from spraylab import run
-    from spraylab.config import validate
+    from spraylab.model.scenario import validate
 
     scenario = validate(
         {

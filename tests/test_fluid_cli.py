@@ -8,8 +8,8 @@ from pathlib import Path
 from cliutil import inline_sweeps, invoke  # noqa: F401 (inline_sweeps: an autouse fixture)
 
 from spraylab.metrics.result import Result
-from spraylab.store import Store
-from spraylab.sweep import Sweep
+from spraylab.results.store import Store
+from spraylab.sweeps.sweep import Sweep
 
 SCENARIO = """
 [topology]

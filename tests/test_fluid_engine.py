@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 from conftest import FLUID_KERNELS
 
-from spraylab.config import FLUID_QUANTUM_PS, ScenarioError, validate
-from spraylab.experiment import build, run
 from spraylab.fluid.engine import prepare, wire_bytes
+from spraylab.model.scenario import FLUID_QUANTUM_PS, ScenarioError, validate
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.routes import packet_hash, trace_route
 from spraylab.rails.planner import plan_rails
+from spraylab.runs.experiment import build, run
 from spraylab.workload.build import rail_phase_matrices
 
 GBPS = 10**9

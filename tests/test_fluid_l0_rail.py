@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spraylab.config import ScenarioError, validate
-from spraylab.experiment import run
 from spraylab.fluid.collect import link_columns, link_roles, uplink_bytes
 from spraylab.fluid.engine import FluidOutcome, prepare, wire_bytes
 from spraylab.fluid.l0_rail import distinct, server_sums, wire_bytes_array, wire_grid
 from spraylab.metrics.build import uplink_imbalance
 from spraylab.metrics.collect import bucket_and_group_statistics, flow_statistics
+from spraylab.model.scenario import ScenarioError, validate
+from spraylab.runs.experiment import run
 
 
 def _scenario(
@@ -207,7 +207,7 @@ def test_server_sums_of_a_transposed_view_equal_those_of_its_copy() -> None:
 def test_the_moe_combine_view_gives_the_copy_s_results() -> None:
     """l0_rail reads combine as a transposed view of dispatch: the same result as the copy
     the message builders get."""
-    from spraylab.config import MoeWorkload
+    from spraylab.model.scenario import MoeWorkload
 
     w = MoeWorkload(kind="moe", phase="both", tokens_per_gpu=16)
     views = w.phase_arrays(3, 4, 1)

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from spraylab.config import validate
 from spraylab.fluid import l0 as l0_module
 from spraylab.fluid.engine import prepare
 from spraylab.fluid.l0 import simulate_l0
+from spraylab.model.scenario import validate
 
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "leaf-spine permutation": (

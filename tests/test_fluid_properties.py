@@ -28,10 +28,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spraylab import run
-from spraylab.config import validate
-from spraylab.experiment import build_fabric
 from spraylab.fluid.acks import packets_per_ack
+from spraylab.model.scenario import validate
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
+from spraylab.runs.experiment import build_fabric
 
 SIZES = st.sampled_from(["1B", "2B", "63B", "100B", "4KB", "9KB", "64KB"])
 TIME_LIMIT = "1s"  # far beyond any of these workloads: every message finishes
@@ -171,7 +171,7 @@ def test_random_fluid_scenarios_keep_the_invariants(data: dict[str, Any]) -> Non
 DIGEST = """
 import json, sys
 from spraylab import run
-from spraylab.config import validate
+from spraylab.model.scenario import validate
 r = run(validate(json.loads(sys.stdin.read())))
 print(json.dumps({"finish": r.flows["finish_ps"].tolist(), "tx": r.links["tx_bytes"].tolist(),
                   "solves": r.summary["fluid.solves"], "fallbacks": r.summary["fluid.ack_fallbacks"]}))

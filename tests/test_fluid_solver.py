@@ -162,7 +162,7 @@ def test_auto_takes_the_compiled_kernel_where_it_is_faster() -> None:
 def test_numba_is_an_old_name_of_the_compiled_kernel() -> None:
     """Scenario files written when numba compiled the kernel still validate and run it, with
     numba not imported."""
-    from spraylab.config import validate
+    from spraylab.model.scenario import validate
 
     assert pick_solver("numba", 10) == "compiled"
     assert solver_named("numba") is _maxmin.solve_compiled

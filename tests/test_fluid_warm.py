@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_fluid_solver import instances
 
-from spraylab.config import validate
 from spraylab.fluid.engine import prepare, simulate
 from spraylab.fluid.routing import packet_hash_array
 from spraylab.fluid.solver import certify, problem_from_lists, solve
 from spraylab.fluid.warm import WarmSolver
+from spraylab.model.scenario import validate
 from spraylab.net.routes import packet_hash
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from spraylab.config import Scenario, ScenarioError, validate
-from spraylab.experiment import build_fabric, run
 from spraylab.formats import htsim, ns3
 from spraylab.formats.rows import FormatError, check_rows, read_csv
+from spraylab.model.scenario import Scenario, ScenarioError, validate
 from spraylab.net.route_table import RouteTable
+from spraylab.runs.experiment import build_fabric, run
 from spraylab.topology.fat_tree import fat_tree
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "spraylab" / "scenarios" / "imports"

@@ -13,10 +13,10 @@ import pytest
 from cliutil import inline_sweeps, invoke  # noqa: F401 (inline_sweeps: an autouse fixture)
 from rich.console import Console
 
-from spraylab import provenance
-from spraylab.config import Scenario
 from spraylab.metrics.result import Result
-from spraylab.tables import ResultTable, column_chunks, print_table
+from spraylab.model.scenario import Scenario
+from spraylab.results import provenance
+from spraylab.results.tables import ResultTable, column_chunks, print_table
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "src" / "spraylab" / "scenarios" / "imports"
 

@@ -33,8 +33,8 @@ from simutil import US, make_net
 
 from spraylab.fluid.routing import hop_hash_array, packet_hash_array, random_words
 from spraylab.net.routes import hop_hash, mix64, packet_hash, trace_route
+from spraylab.study.validation import chi_square_p_value
 from spraylab.topology.fat_tree import fat_tree
-from spraylab.validation import chi_square_p_value
 
 G = 1_000_000_000
 P_MIN = 0.001

@@ -18,13 +18,13 @@ from typing import ClassVar
 
 import pytest
 
-from spraylab.config import ScenarioError, validate
-from spraylab.experiment import build
+from spraylab.model.scenario import ScenarioError, validate
 from spraylab.net.packet import Packet
 from spraylab.net.routes import trace_route
+from spraylab.runs.experiment import build
+from spraylab.study.validation import bottleneck_case
 from spraylab.transport.cc.base import CONGESTION_CONTROLS, CongestionControl
 from spraylab.transport.cc.hpcc import HpccParams
-from spraylab.validation import bottleneck_case
 
 ETA = HpccParams().eta
 
@@ -169,7 +169,7 @@ def test_hpcc_short_flows_wait_far_less_than_under_dcqcn_on_websearch() -> None:
     DCQCN lets build (its ECN thresholds are hundreds of KB), HPCC keeps those queues near empty,
     so the tail slowdown of short WebSearch flows is far lower. A short version of the validation
     study's ``hpcc_websearch`` sweep (5 ms of arrivals at 50% load)."""
-    from spraylab.experiment import run
+    from spraylab.runs.experiment import run
 
     p99 = {}
     for cc in ("hpcc", "dcqcn"):

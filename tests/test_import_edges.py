@@ -31,9 +31,9 @@ import pytest
 from cliutil import invoke
 from simutil import make_net, run_flows, small_leaf_spine
 
-from spraylab.config import Scenario, ScenarioError, validate
 from spraylab.formats import htsim, ns3
 from spraylab.metrics.result import Result
+from spraylab.model.scenario import Scenario, ScenarioError, validate
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
 from spraylab.workload.flows import FlowSpec
 

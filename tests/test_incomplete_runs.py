@@ -22,8 +22,8 @@ from cliutil import InlineExecutor, inline_sweeps, invoke  # noqa: F401 (inline_
 import spraylab
 from spraylab.metrics.result import Result
 from spraylab.report import compare_tables, sweep_data
-from spraylab.store import Store
-from spraylab.sweep import Sweep, run_sweep
+from spraylab.results.store import Store
+from spraylab.sweeps.sweep import Sweep, run_sweep
 
 BASE = {
     "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 4},

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from spraylab.metrics.result import Result
-from spraylab.progress import INTERVAL_ENV
+from spraylab.runs.progress import INTERVAL_ENV
 
 # Far more than a test waits for: 40 x 8 MB flows on 8 hosts take minutes of wall time.
 SCENARIO = """\

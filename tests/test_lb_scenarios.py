@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from spraylab.config import Scenario
-from spraylab.experiment import run
-from spraylab.variants import variant_scenario
+from spraylab.model.scenario import Scenario
+from spraylab.model.variants import variant_scenario
+from spraylab.runs.experiment import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"

@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spraylab.config import ScenarioError, validate
-from spraylab.experiment import build, run
 from spraylab.metrics.result import Result
+from spraylab.model.scenario import ScenarioError, validate
 from spraylab.net.framing import CNP_WIRE_BYTES, data_wire_bytes
+from spraylab.runs.experiment import build, run
 
 MTU_FRAME = data_wire_bytes(4096)
 

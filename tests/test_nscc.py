@@ -23,24 +23,24 @@ from typing import Any
 
 import pytest
 
-from spraylab.config import Scenario, ScenarioError, validate
-from spraylab.experiment import build
+from spraylab.model.scenario import Scenario, ScenarioError, validate
 from spraylab.net.framing import data_wire_bytes
+from spraylab.runs.experiment import build
+from spraylab.study.validation import incast, uec_switch
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 from spraylab.transport.cc.nscc import NsccParams
 from spraylab.units import PS_PER_US
-from spraylab.validation import incast, uec_switch
 
 MTU = 4096
 
 
 def _htsim_switch(bdp_bytes: float, rate_gbps: float, **extra: Any) -> dict[str, Any]:
-    """uet-htsim's UEC switches (spraylab.validation.uec_switch), with ``extra`` keys."""
+    """uet-htsim's UEC switches (spraylab.study.validation.uec_switch), with ``extra`` keys."""
     return {**uec_switch(bdp_bytes, rate_gbps), **extra}
 
 
 NSCC_TRANSPORT = {"cc": "nscc", "recovery": "uec"}
-# The 2 x 16-host leaf-spine of spraylab.validation.incast, with every sender across the spine
+# The 2 x 16-host leaf-spine of spraylab.study.validation.incast, with every sender across the spine
 # (17 leaves of one host: one base RTT for all), at 400 Gb/s.
 ONE_RTT = {"leaves": 17, "hosts_per_leaf": 1}
 

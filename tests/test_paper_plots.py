@@ -18,8 +18,8 @@ from matplotlib.figure import Figure
 
 import spraylab
 from spraylab.report import ci_error, plot_bars, plot_cdf, plot_percentiles, save_figure
-from spraylab.stats import Estimate, mean_ci
-from spraylab.sweep import Sweep, run_sweep
+from spraylab.results.stats import Estimate, mean_ci
+from spraylab.sweeps.sweep import Sweep, run_sweep
 
 
 def test_confidence_intervals_need_three_values_and_stay_above_zero() -> None:
@@ -132,12 +132,12 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_compare_plots_are_paper_ready(compared: dict[str, Any], tmp_path: Path) -> None:
-    """The demo's plots (spraylab.plots): TrueType PDF, SVG text, legends beside the data, and
+    """The demo's plots (spraylab.report.comparison_plots): TrueType PDF, SVG text, legends beside the data, and
     utilization shown raw and useful apart: the useful bar is goodput per receiver over the
     host link rate, not the uplinks' bytes sent."""
     from matplotlib.container import BarContainer
 
-    from spraylab import plots
+    from spraylab.report import comparison_plots as plots
 
     card = "fabric: a card line\nseed 1"
     plots.slowdown_cdf(compared, tmp_path / "cdf.png", "t", card)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import spraylab
-from spraylab.progress import INTERVAL_ENV, RunProgress, _duration
+from spraylab.runs.progress import INTERVAL_ENV, RunProgress, _duration
 
 # ~160k events (2.5 x 2^16): the simulator reports progress every 2^16 events, so at least two calls
 # and, at a 0.05 s interval, at least one record whatever the event rate.

@@ -59,9 +59,9 @@ def test_example_scenarios_are_package_data() -> None:
 
 def test_websearch_sweep_states_its_oversubscription() -> None:
     """The file said non-blocking while 8 x 100G down over 4 x 100G up is 2:1."""
-    from spraylab.card import fabric_facts
-    from spraylab.config import validate
-    from spraylab.experiment import build_fabric
+    from spraylab.model.scenario import validate
+    from spraylab.results.card import fabric_facts
+    from spraylab.runs.experiment import build_fabric
 
     path = ROOT / "scenarios" / "sweeps" / "websearch_schemes.toml"
     text = path.read_text()
@@ -75,8 +75,8 @@ def test_websearch_sweep_states_its_oversubscription() -> None:
 def test_examples_that_say_non_blocking_are() -> None:
     """Every example scenario whose comments call its fabric non-blocking has oversubscription
     1:1 at every tier (the card's numbers: capacity down / capacity up per switch)."""
-    from spraylab.card import scenario_card
-    from spraylab.config import Scenario
+    from spraylab.model.scenario import Scenario
+    from spraylab.results.card import scenario_card
 
     checked = 0
     for path in sorted((ROOT / "scenarios").rglob("*.toml")):

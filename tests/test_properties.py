@@ -26,11 +26,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from spraylab import run
-from spraylab.config import validate
-from spraylab.experiment import build_fabric
 from spraylab.lb.base import REGISTRY, load_builtin_schemes
 from spraylab.metrics.result import Result, _jsonable
+from spraylab.model.scenario import validate
 from spraylab.net.drops import DROP_CAUSES
+from spraylab.runs.experiment import build_fabric
 
 load_builtin_schemes()
 SCHEMES = sorted(REGISTRY)
@@ -191,7 +191,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
     lossless = draw(st.booleans())
     workload = draw(st.lists(workloads(topology, n), min_size=1, max_size=2))
     if scheme == "ecmp" and {"rail_spray", "rail_local"} <= {w.get("strategy") for w in workload}:
-        workload = workload[:1]  # the one invalid combination (config.py says why)
+        workload = workload[:1]  # the one invalid combination (model/scenario.py says why)
     return {
         "topology": topology,
         "switch": {"lossless": lossless, "buffer": draw(st.sampled_from(["100KB", "64MB"]))},

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import spraylab
-from spraylab.config import MoeWorkload, RailAllToAllWorkload, ScenarioError, validate
+from spraylab.model.scenario import MoeWorkload, RailAllToAllWorkload, ScenarioError, validate
 from spraylab.rails.families import FAMILIES, family_matrix
 from spraylab.rails.planner import plan_rails
 from spraylab.rails.simulate import rail_scenario, simulate_matrix

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from spraylab import Scenario
-from spraylab.budget import check
-from spraylab.sweep import Sweep
+from spraylab.runs.budget import check
+from spraylab.sweeps.sweep import Sweep
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -20,11 +20,11 @@ from pydantic import Field
 
 import spraylab
 from spraylab import cli
-from spraylab.budget import estimate
-from spraylab.config import DcqcnSection, ScenarioError, SwitchSection, TransportSection, validate
-from spraylab.config_types import PositiveBytes, RateBps, TimePs
+from spraylab.model.scenario import DcqcnSection, ScenarioError, SwitchSection, TransportSection, validate
+from spraylab.model.types import PositiveBytes, RateBps, TimePs
 from spraylab.net.framing import data_wire_bytes
 from spraylab.net.network import SwitchParams
+from spraylab.runs.budget import estimate
 from spraylab.topology.base import TOPOLOGIES, FabricSize, LinkEvent, TopologySection
 from spraylab.topology.base import register as register_topology
 from spraylab.topology.fabric import Fabric

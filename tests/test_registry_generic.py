@@ -12,16 +12,16 @@ import pytest
 from rich.console import Console
 
 from spraylab.cli import check_format
-from spraylab.executors import EXECUTORS
 from spraylab.formats.export import EXPORT_LAYOUTS, export
 from spraylab.formats.importers import IMPORT_TOOLS
 from spraylab.lb.base import REGISTRY, load_builtin_schemes, register
 from spraylab.net.link_events import LINK_ACTIONS, fluid_actions
 from spraylab.registry import Registry, RegistryError
+from spraylab.results.tables import ResultTable, render
 from spraylab.study.analyses import ANALYSES
 from spraylab.study.metrics import METRICS
+from spraylab.sweeps.executors import EXECUTORS
 from spraylab.table_formats import TABLE_FORMATS, text_format
-from spraylab.tables import ResultTable, render
 from spraylab.topology.base import TOPOLOGIES, LinkEvent
 from spraylab.transport.cc.base import CONGESTION_CONTROLS, register_cc
 from spraylab.transport.recovery.base import RECOVERIES, register_recovery

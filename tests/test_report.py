@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from spraylab.cli import UsageError, app
 from spraylab.metrics import catalog
 from spraylab.report import build_report, compare_tables, format_estimate, html_table, sweep_data
-from spraylab.stats import mean_ci, t95
-from spraylab.sweep import Sweep, run_sweep
+from spraylab.results.stats import mean_ci, t95
+from spraylab.sweeps.sweep import Sweep, run_sweep
 
 SWEEP = """
 name = "report-test"

@@ -12,7 +12,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 import spraylab
-from spraylab import provenance
+from spraylab.results import provenance
 
 ROOT = Path(__file__).resolve().parent.parent
 

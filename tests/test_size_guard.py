@@ -1,4 +1,4 @@
-"""The size guard (spraylab.budget): scenarios beyond what the machine holds are refused from
+"""The size guard (spraylab.runs.budget): scenarios beyond what the machine holds are refused from
 their description, in seconds and bounded memory, with one line naming the estimate, the limit
 and the override; normal scenarios pass; the override lets a large one through.
 
@@ -23,9 +23,9 @@ import pytest
 import tomli_w
 
 from spraylab import Scenario, build, run
-from spraylab.budget import MAX_SWEEP_POINTS, check, check_sweep_points, estimate
-from spraylab.config import ScenarioError
-from spraylab.sweep import Sweep
+from spraylab.model.scenario import ScenarioError
+from spraylab.runs.budget import MAX_SWEEP_POINTS, check, check_sweep_points, estimate
+from spraylab.sweeps.sweep import Sweep
 from spraylab.workload.cdf import FlowSizeCdf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -232,7 +232,7 @@ def test_poisson_estimate_is_the_expected_count() -> None:
     ],
 )
 def test_memory_estimate_is_the_measured_order(data: dict[str, Any]) -> None:
-    """The per-object costs in spraylab.budget were measured once with tracemalloc; the estimate
+    """The per-object costs in spraylab.runs.budget were measured once with tracemalloc; the estimate
     of another small run stays within a factor 2 of the peak tracemalloc sees while it runs."""
     sc = Scenario.from_dict({**data, "run": {"progress": False}})
     tracemalloc.start()
@@ -336,8 +336,9 @@ def test_an_htsim_topology_is_counted_before_it_is_built() -> None:
 def test_flow_file_row_limit_and_its_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A flow file beyond the row limit is refused unless run.allow_large (in the scenario, the
     API or --allow-large) lets it be read; within the limit it is read."""
-    from spraylab import cli, files
-    from spraylab.config import validate
+    from spraylab import cli
+    from spraylab.model import files
+    from spraylab.model.scenario import validate
 
     monkeypatch.setattr(files, "MAX_FILE_ROWS", 2)
     path = tmp_path / "three.csv"

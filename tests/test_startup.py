@@ -41,8 +41,8 @@ def test_start_up_loads_no_heavy_module(code: str) -> None:
 
 def test_lazy_public_names_are_the_real_objects() -> None:
     import spraylab
-    from spraylab.config import Scenario
-    from spraylab.experiment import run
+    from spraylab.model.scenario import Scenario
+    from spraylab.runs.experiment import run
 
     assert spraylab.Scenario is Scenario and spraylab.run is run
     assert set(spraylab.__all__) <= set(dir(spraylab))
@@ -53,8 +53,8 @@ def test_lazy_public_names_are_the_real_objects() -> None:
 
 
 RUN_SUMMARY_ONLY = """\
-from spraylab.config import Scenario
-from spraylab.experiment import build
+from spraylab.model.scenario import Scenario
+from spraylab.runs.experiment import build
 
 scenario = Scenario.from_dict({
     "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
@@ -77,7 +77,7 @@ def test_a_run_read_for_its_summary_loads_no_pandas() -> None:
 def test_the_tables_are_built_on_first_access_and_pickle() -> None:
     import pickle
 
-    from spraylab.experiment import run
+    from spraylab.runs.experiment import run
 
     result = run(
         {

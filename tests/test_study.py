@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from spraylab.cli import main
-from spraylab.config import ScenarioError
+from spraylab.model.scenario import ScenarioError
 from spraylab.study.claims import evaluate
 from spraylab.study.data import StudyData
 from spraylab.study.definition import Study
@@ -326,7 +326,7 @@ def test_tiny_study_runs_renders_and_reuses_the_store(
 
 
 def test_a_plain_sweep_takes_a_variant_axis(tmp_path: Path) -> None:
-    from spraylab.sweep import Sweep
+    from spraylab.sweeps.sweep import Sweep
 
     data = {"topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2},
             "workload": {"kind": "permutation", "size": "64KB"},
@@ -358,9 +358,9 @@ def test_an_unknown_metric_is_one_line_at_render(tmp_path: Path, monkeypatch: py
 def test_a_rail_spray_point_is_keyed_as_it_runs() -> None:
     """``rail_spray`` under ECMP runs as ``rps`` and its result records that scenario: the point
     must be keyed the same, or the sweep would reject every such run as another scenario."""
-    from spraylab.executors import execute
-    from spraylab.store import scenario_key
-    from spraylab.sweep import Sweep
+    from spraylab.results.store import scenario_key
+    from spraylab.sweeps.executors import execute
+    from spraylab.sweeps.sweep import Sweep
 
     sweep = Sweep.from_dict(
         {
@@ -386,7 +386,7 @@ class _TwoSlots:
     slots = 2
 
     def __init__(self) -> None:
-        from spraylab.executors import execute
+        from spraylab.sweeps.executors import execute
 
         self.execute = execute
         self.running: dict[int, dict[str, Any]] = {}

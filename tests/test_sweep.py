@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from spraylab.config import ScenarioError
-from spraylab.executors import ExecutorError, make_executor
-from spraylab.stats import mean_ci, t95
-from spraylab.store import Store, StoreError, StoreLocked, scenario_key
-from spraylab.sweep import Sweep, run_sweep
+from spraylab.model.scenario import ScenarioError
+from spraylab.results.stats import mean_ci, t95
+from spraylab.results.store import Store, StoreError, StoreLocked, scenario_key
+from spraylab.sweeps.executors import ExecutorError, make_executor
+from spraylab.sweeps.sweep import Sweep, run_sweep
 
 # A base scenario file, referenced from the sweep file by a relative path.
 BASE = """

@@ -17,11 +17,11 @@ import math
 
 import pytest
 
-from spraylab.config import ScenarioError, validate
-from spraylab.experiment import build
+from spraylab.model.scenario import ScenarioError, validate
 from spraylab.net.packet import ACK, Packet
+from spraylab.runs.experiment import build
+from spraylab.study.validation import bottleneck_case
 from spraylab.transport.cc.swift import SwiftParams
-from spraylab.validation import bottleneck_case
 
 P = SwiftParams()
 

@@ -20,15 +20,15 @@ from __future__ import annotations
 import pytest
 from simutil import US, G
 
-from spraylab.config import Scenario, ScenarioError
 from spraylab.engine.simulator import Simulator
-from spraylab.experiment import run
 from spraylab.lb.base import make_lb
+from spraylab.model.scenario import Scenario, ScenarioError
 from spraylab.net.framing import TRIMMED_FRAME_BYTES, TRIMMED_WIRE_BYTES, data_wire_bytes
 from spraylab.net.network import Network, SwitchParams
 from spraylab.net.packet import DATA, TRIMMED, Packet
 from spraylab.net.port import Port
 from spraylab.net.switch import SharedBuffer, Switch
+from spraylab.runs.experiment import run
 from spraylab.topology.leaf_spine import leaf_spine
 from spraylab.transport.params import TransportParams
 from spraylab.workload.flows import FlowSpec

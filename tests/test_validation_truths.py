@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from spraylab.config import Scenario, validate
-from spraylab.experiment import run
+from spraylab.model.scenario import Scenario, validate
+from spraylab.runs.experiment import run
 from spraylab.study.metrics import METRICS
-from spraylab.validation import ecmp_collisions
+from spraylab.study.validation import ecmp_collisions
 
 
 @pytest.mark.parametrize("spines", [4, 8])

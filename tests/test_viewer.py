@@ -16,11 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from spraylab.cli import app
-from spraylab.config import validate
-from spraylab.experiment import run
 from spraylab.metrics.result import Result
+from spraylab.model.scenario import validate
 from spraylab.net.framing import CNP_WIRE_BYTES, data_wire_bytes
-from spraylab.viewer import link_groups, rate_flows, render_view, top_queues, utilization_matrix
+from spraylab.report.viewer import link_groups, rate_flows, render_view, top_queues, utilization_matrix
+from spraylab.runs.experiment import run
 
 SCENARIO: dict[str, Any] = {
     "output": {"name": "view-test"},
@@ -172,7 +172,7 @@ def test_timeline_bars_are_coloured_by_slowdown(saved: tuple[Path, Result]) -> N
     Plasma colour of its slowdown over the shown range, and a colour bar spans that range."""
     from plotly.colors import sample_colorscale
 
-    from spraylab.viewer import _figures
+    from spraylab.report.viewer import _figures
 
     (fig,) = [f for heading, _, f in _figures(saved[1]) if heading == "Flow timeline"]
     bars, scale = fig.data

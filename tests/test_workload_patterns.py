@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from simutil import make_net, run_flows, small_leaf_spine
 
-from spraylab.config import Scenario, ScenarioError, validate
+from spraylab.model.scenario import Scenario, ScenarioError, validate
 from spraylab.workload.build import build_flows
 from spraylab.workload.cdf import FlowSizeCdf, poisson_flows
 from spraylab.workload.collectives import all_to_all_collective

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 if TYPE_CHECKING:
-    from spraylab.comparison import Comparison, compare
-    from spraylab.config import Scenario, ScenarioError, validate
-    from spraylab.experiment import Simulation, build, run
-    from spraylab.frames import SweepFrames, load_sweep
     from spraylab.lb.base import LbParams, LoadBalancer, register
     from spraylab.metrics.maxmin import jain_index, max_min_rates
     from spraylab.metrics.result import Result
+    from spraylab.model.scenario import Scenario, ScenarioError, validate
     from spraylab.rails.planner import RailPlan, plan_rails
+    from spraylab.results.frames import SweepFrames, load_sweep
+    from spraylab.runs.comparison import Comparison, compare
+    from spraylab.runs.experiment import Simulation, build, run
     from spraylab.workload.flows import FlowSpec
 
 try:
@@ -34,25 +34,25 @@ except ImportError:  # a source tree on sys.path that was never built or install
 
 # public name -> the module that defines it
 _HOMES = {
-    "Comparison": "spraylab.comparison",
+    "Comparison": "spraylab.runs.comparison",
     "FlowSpec": "spraylab.workload.flows",
     "LbParams": "spraylab.lb.base",
     "LoadBalancer": "spraylab.lb.base",
     "RailPlan": "spraylab.rails.planner",
     "Result": "spraylab.metrics.result",
-    "Scenario": "spraylab.config",
-    "ScenarioError": "spraylab.config",
-    "Simulation": "spraylab.experiment",
-    "SweepFrames": "spraylab.frames",
-    "build": "spraylab.experiment",
-    "compare": "spraylab.comparison",
+    "Scenario": "spraylab.model.scenario",
+    "ScenarioError": "spraylab.model.scenario",
+    "Simulation": "spraylab.runs.experiment",
+    "SweepFrames": "spraylab.results.frames",
+    "build": "spraylab.runs.experiment",
+    "compare": "spraylab.runs.comparison",
     "jain_index": "spraylab.metrics.maxmin",
-    "load_sweep": "spraylab.frames",
+    "load_sweep": "spraylab.results.frames",
     "max_min_rates": "spraylab.metrics.maxmin",
     "plan_rails": "spraylab.rails.planner",
     "register": "spraylab.lb.base",
-    "run": "spraylab.experiment",
-    "validate": "spraylab.config",
+    "run": "spraylab.runs.experiment",
+    "validate": "spraylab.model.scenario",
 }
 
 __all__ = [

@@ -12,14 +12,14 @@ import typer
 from rich.console import Console
 from rich.markup import escape  # rich.console imports it anyway
 
-from spraylab.output import OutputError
+from spraylab.results.output import OutputError
 
 # Start-up (``spraylab --help`` in well under a second): the scenario schema (pydantic), the
 # engine, pandas, matplotlib and the rest load in the commands that use them.
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from spraylab.config import Scenario
+    from spraylab.model.scenario import Scenario
 
 app = typer.Typer(
     add_completion=False,
@@ -137,7 +137,7 @@ def example_path(name: str, sweeps: bool = False) -> Path:
 def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
     from importlib import resources
 
-    from spraylab.config import Scenario
+    from spraylab.model.scenario import Scenario
 
     allow_large = overrides.get("run.allow_large") is True  # before the files are read
     if path_or_preset.startswith(EXAMPLE_PREFIX):
@@ -150,15 +150,15 @@ def load_scenario(path_or_preset: str, overrides: dict[str, Any]) -> Scenario:
         raise UsageError(
             f"scenario {path_or_preset!r}: no such file or preset; presets: {', '.join(preset_names())}"
         )
-    from spraylab.config import Scenario
+    from spraylab.model.scenario import Scenario
 
     scenario = Scenario.load(path, allow_large)
     return scenario.with_overrides(overrides) if overrides else scenario
 
 
 def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
-    """``ecmp,rps/ideal,dfs[B=128]/sr`` → labelled overrides (:mod:`spraylab.variants`)."""
-    from spraylab import variants
+    """``ecmp,rps/ideal,dfs[B=128]/sr`` → labelled overrides (:mod:`spraylab.model.variants`)."""
+    from spraylab.model import variants
 
     try:
         return variants.parse_variants(spec)
@@ -170,11 +170,11 @@ def parse_variants(spec: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def summary_result(title: str, summaries: dict[str, dict[str, Any]], card: list[str] | None = None) -> Any:
-    """The summary rows of one or more runs as a :class:`spraylab.tables.ResultTable`: the
+    """The summary rows of one or more runs as a :class:`spraylab.results.tables.ResultTable`: the
     catalog's summary rows (:data:`spraylab.metrics.catalog.SUMMARY_ROWS`), then per group of a
     collective or MoE workload its completion time and bus bandwidth."""
     from spraylab.metrics.catalog import GROUP_FAMILIES, SUMMARY_ROWS, label_of, lookup, unit_of
-    from spraylab.tables import ResultTable
+    from spraylab.results.tables import ResultTable
     from spraylab.units import format_value
 
     def add(key: str) -> None:
@@ -238,10 +238,10 @@ def exit_if_incomplete(summaries: dict[str, dict[str, Any]]) -> None:
 
 def run_one(scenario: Scenario, label: str = "") -> tuple[Any, bool]:
     """The run's Result, and whether Ctrl-C ended it (then the Result is the part simulated so
-    far, incomplete: :mod:`spraylab.interrupt`)."""
-    from spraylab.experiment import run
-    from spraylab.interrupt import StopOnInterrupt
-    from spraylab.progress import RunProgress
+    far, incomplete: :mod:`spraylab.runs.interrupt`)."""
+    from spraylab.runs.experiment import run
+    from spraylab.runs.interrupt import StopOnInterrupt
+    from spraylab.runs.progress import RunProgress
 
     with (
         RunProgress(scenario, label or scenario.name, enabled=scenario.run.progress) as progress,
@@ -270,11 +270,11 @@ def compare_scenario(
     out: Path | None,
     output_format: str = "table",
 ) -> dict[str, Any]:
-    """``spraylab compare`` of a scenario (:func:`spraylab.comparison.compare` with progress):
+    """``spraylab compare`` of a scenario (:func:`spraylab.runs.comparison.compare` with progress):
     the table, then the results and plots in ``out``."""
-    from spraylab.comparison import compare, variant_scenarios
-    from spraylab.output import check_target
-    from spraylab.tables import render
+    from spraylab.results.output import check_target
+    from spraylab.results.tables import render
+    from spraylab.runs.comparison import compare, variant_scenarios
 
     variant_scenarios(scenario, variants)  # every variant validated before anything else
     if out is not None:
@@ -316,9 +316,9 @@ def run_command(
 ) -> None:
     """Run one scenario and print its summary (with its scenario card). Exit code 3 if the run
     stopped (time limit, event or wall budget) before its workload finished."""
-    from spraylab.card import card_lines_from_summary
-    from spraylab.output import check_target, write_dir
-    from spraylab.tables import render
+    from spraylab.results.card import card_lines_from_summary
+    from spraylab.results.output import check_target, write_dir
+    from spraylab.results.tables import render
 
     check_format(output_format)
     sc = load_scenario(scenario, parse_overrides(set_, allow_large, engine))
@@ -414,8 +414,8 @@ def compare_sweep(
 ) -> None:
     from spraylab.report import ReportError
     from spraylab.report.result_tables import sweep_result_tables
-    from spraylab.store import StoreError
-    from spraylab.tables import render
+    from spraylab.results.store import StoreError
+    from spraylab.results.tables import render
 
     try:
         tables, notices = sweep_result_tables(
@@ -566,9 +566,9 @@ def run_with_progress(call: Callable[[Any], T], progress: bool) -> T:
     Shared by ``sweep`` and ``study run``."""
     import signal
 
-    from spraylab.executors import ExecutorError
-    from spraylab.store import StoreError, StoreLocked
-    from spraylab.sweep_progress import SweepProgress
+    from spraylab.results.store import StoreError, StoreLocked
+    from spraylab.sweeps.executors import ExecutorError
+    from spraylab.sweeps.progress import SweepProgress
 
     def terminate(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
@@ -622,12 +622,12 @@ def sweep_command(
     interrupted sweep reruns only the missing runs. Exit code 1 if a run failed, 3 if a run
     stopped before its workload finished (it is stored as incomplete)."""
 
-    from spraylab.executors import EXECUTORS
-    from spraylab.output import check_target
-    from spraylab.store import Store, StoreError
+    from spraylab.results.output import check_target
+    from spraylab.results.store import Store, StoreError
     from spraylab.study.command import is_study_file
     from spraylab.study.command import run as run_study
-    from spraylab.sweep import Sweep, plan, run_sweep
+    from spraylab.sweeps.executors import EXECUTORS
+    from spraylab.sweeps.sweep import Sweep, plan, run_sweep
 
     if is_study_file(sweep):  # a study: its sweeps into one store (spraylab study run)
         run_study(sweep, out, jobs, executor, address, force, dry_run, progress, reuse_other_versions, None)
@@ -716,7 +716,7 @@ def report_command(
     """Write PNG plots (FCT-slowdown CDF, slowdown by size, CCT/busbw, uplink heatmap, reorder CDF)
     and a self-contained report.html for a sweep's results."""
     from spraylab.report import ReportError, build_report
-    from spraylab.store import StoreError
+    from spraylab.results.store import StoreError
 
     if not directory.is_dir():
         raise UsageError(f"{directory}: no such directory (give a sweep results directory)")
@@ -767,9 +767,9 @@ def import_command(
     setting of the peer's run that does not carry over is a note."""
     import tomli_w
 
-    from spraylab.card import scenario_card
     from spraylab.formats.importer import import_scenario, read_base
     from spraylab.formats.importers import IMPORT_TOOLS
+    from spraylab.results.card import scenario_card
 
     if tool not in IMPORT_TOOLS:
         raise UsageError(f"import {tool!r}: unknown simulator; allowed: {', '.join(IMPORT_TOOLS.names())}")
@@ -862,7 +862,7 @@ def view_command(
     """Write one self-contained, interactive HTML page of a run (works offline): link x time
     utilization by tier, queue and rate traces, a flow timeline and the scenario card. The time
     series need a run made with a [monitor] section."""
-    from spraylab.viewer import ViewError, write_view
+    from spraylab.report.viewer import ViewError, write_view
 
     if not run.is_dir():
         raise UsageError(f"{run}: no such directory (give a run's result directory)")
@@ -891,9 +891,9 @@ class _NotRaised(Exception):
 
 
 def _scenario_error() -> tuple[type[Exception], ...]:
-    """``spraylab.config.ScenarioError`` and ``spraylab.formats.rows.FormatError`` without
+    """``spraylab.model.scenario.ScenarioError`` and ``spraylab.formats.rows.FormatError`` without
     importing the schema or the readers just to catch them (unloaded, they cannot have raised)."""
-    config = sys.modules.get("spraylab.config")
+    config = sys.modules.get("spraylab.model.scenario")
     rows = sys.modules.get("spraylab.formats.rows")
     return (
         config.ScenarioError if config is not None else _NotRaised,

@@ -1,7 +1,7 @@
 """Generated documentation pages: the configuration reference and the column dictionary.
 
 ``spraylab docs config`` writes docs/config-reference.md from the scenario schema
-(:mod:`spraylab.config` and every scheme's parameter model): every key with its unit, default
+(:mod:`spraylab.model.scenario` and every scheme's parameter model): every key with its unit, default
 and allowed values. ``spraylab docs columns`` writes docs/columns.md: every column of the
 result tables, the summary keys and the export layouts. tests/test_docgen.py checks the
 checked-in pages are what these functions produce, and that every column has an entry."""
@@ -268,14 +268,14 @@ def _kind_models(registry: Any) -> list[type[BaseModel]]:
 
 
 def config_reference() -> str:
-    from spraylab import config
     from spraylab.lb.base import REGISTRY, load_builtin_schemes
+    from spraylab.model import scenario as config
 
     load_builtin_schemes()
     parts = [
         "# Configuration reference\n",
         GENERATED.format(page="config"),
-        "Every key of a scenario file, generated from the schema (`spraylab.config` and each scheme's "
+        "Every key of a scenario file, generated from the schema (`spraylab.model.scenario` and each scheme's "
         '`Params`). Quantities take units as strings (`"400Gbps"`, `"2MB"`, `"1us"`); a bare number is in '
         "the base unit (bits/s, bytes, picoseconds). Unknown keys are errors. `[[workload]]` may be given "
         "several times; `topology.kind` and `workload.kind` select the table's keys.\n",
@@ -312,7 +312,7 @@ def config_reference() -> str:
             "monitor",
             config.MonitorSection,
             "monitor.",
-            "Optional: time series sampled every `interval` (`spraylab.monitor`; columns in docs/columns.md). "
+            "Optional: time series sampled every `interval` (`spraylab.runs.monitor`; columns in docs/columns.md). "
             "A selector matching nothing is an error.",
         )
     )
@@ -320,10 +320,10 @@ def config_reference() -> str:
 
 
 def _file_sections() -> list[str]:
-    """The keys of sweep and study files, from their schemas (:mod:`spraylab.sweep_schema`,
+    """The keys of sweep and study files, from their schemas (:mod:`spraylab.model.sweep`,
     :mod:`spraylab.study.schema`). Their scenario sections are the scenario's, above."""
+    from spraylab.model.sweep import SweepKeys
     from spraylab.study import schema as study
-    from spraylab.sweep_schema import SweepKeys
 
     return [
         "## Sweep files (`spraylab sweep FILE`)\n",
@@ -429,7 +429,7 @@ GROUP_COLUMN_DOCS: dict[str, str] = {
     "algbw_bps": "size / CCT, bits/s (collectives only)",
     "busbw_bps": "algbw x the collective's bus factor (2(n-1)/n all-reduce, (n-1)/n others), bits/s",
 }
-# The [monitor] time series (spraylab.monitor): one row per sampled object and interval.
+# The [monitor] time series (spraylab.runs.monitor): one row per sampled object and interval.
 TIMESERIES_SHARED_DOCS: dict[str, str] = {
     "t_ps": "end of the interval, ps (the sample time)",
     "dt_ps": "length of the interval, ps (the last one may be shorter: the run's end)",
@@ -527,7 +527,7 @@ def column_dictionary() -> str:
             "## groups.parquet (one row per workload section or collective phase)\n",
             _table(GROUP_COLUMN_DOCS),
             "## Time series (`[monitor]` runs: `timeseries_{ports,flows,switches}.parquet`)\n",
-            "One row per sampled object and interval (`spraylab.monitor`, `result.timeseries`); counts are per "
+            "One row per sampled object and interval (`spraylab.runs.monitor`, `result.timeseries`); counts are per "
             "interval, levels at its end (the sample time).\n",
             "### timeseries_ports.parquet\n",
             _table(TIMESERIES_PORT_DOCS),

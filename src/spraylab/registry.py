@@ -10,7 +10,7 @@ names the allowed ones.
 The registries: ``lb.scheme`` (:data:`spraylab.lb.base.REGISTRY`), ``transport.cc``
 (:data:`spraylab.transport.cc.base.CONGESTION_CONTROLS`), ``transport.recovery``
 (:data:`spraylab.transport.recovery.base.RECOVERIES`), ``topology.kind`` and ``workload.kind``
-(:class:`spraylab.kind_registry.KindRegistry`: section models, validated by kind), ``--format`` of
+(:class:`spraylab.model.kinds.KindRegistry`: section models, validated by kind), ``--format`` of
 result tables (:data:`spraylab.table_formats.TABLE_FORMATS`), ``spraylab export --format``
 (:data:`spraylab.formats.exports.EXPORT_LAYOUTS`), ``spraylab import`` tools
 (:data:`spraylab.formats.importers.IMPORT_TOOLS`), ``topology.events[].action``
@@ -154,7 +154,7 @@ def __getattr__(name: str) -> Any:
     # The section-kind registry lives with the scenario schema's validation machinery (pydantic);
     # importing it from here keeps working for code written before the split.
     if name == "KindRegistry":
-        from spraylab.kind_registry import KindRegistry
+        from spraylab.model.kinds import KindRegistry
 
         return KindRegistry
     raise AttributeError(f"module 'spraylab.registry' has no attribute {name!r}")

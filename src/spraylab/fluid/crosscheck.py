@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spraylab.experiment import run
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
+from spraylab.runs.experiment import run
 from spraylab.transport.params import TransportParams
 from spraylab.units import format_bytes, format_time
 

@@ -64,9 +64,9 @@ def lb_setup_draws(scheme: str, params: dict[str, Any]) -> int:
     fluid engine skips as many draws, so the workload stream after it is the packet engine's.
     Counted by setting the scheme up on a two-leaf fabric (the count does not depend on the
     fabric)."""
-    from spraylab.experiment import switch_params
     from spraylab.lb.base import make_lb
     from spraylab.net.network import Network
+    from spraylab.runs.experiment import switch_params
     from spraylab.topology.leaf_spine import leaf_spine
     from spraylab.transport.params import TransportParams
 
@@ -77,7 +77,7 @@ def lb_setup_draws(scheme: str, params: dict[str, Any]) -> int:
             Counting.draws += 1
             return super().derive_rng(salt)
 
-    from spraylab.config import Scenario
+    from spraylab.model.scenario import Scenario
 
     scenario = Scenario.from_dict({"workload": {"kind": "permutation", "size": "1KB"}})
     sim = Counting(0)
@@ -118,10 +118,10 @@ class FluidRun:
 
 def prepare(scenario: Any) -> FluidRun:
     """Fabric, flows and random streams of ``scenario``, in the packet engine's order."""
-    from spraylab.config import ScenarioError
-    from spraylab.experiment import build_fabric
     from spraylab.lb.base import make_lb
+    from spraylab.model.scenario import ScenarioError
     from spraylab.net.link_events import fluid_actions
+    from spraylab.runs.experiment import build_fabric
 
     for event in scenario.topology.events:
         if event.action not in fluid_actions():
@@ -600,7 +600,7 @@ def _event_links(ff: FluidFabric, a: str, b: str, parallel: int | None) -> list[
     if parallel is None:
         return forward + backward
     if not 0 <= parallel < len(forward):
-        from spraylab.config import ScenarioError
+        from spraylab.model.scenario import ScenarioError
 
         raise ScenarioError(
             [

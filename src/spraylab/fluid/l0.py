@@ -79,7 +79,7 @@ def _simulate_split(run: FluidRun, split: SplitPaths) -> FluidOutcome:
 
 def simulate_l0(run: FluidRun) -> FluidOutcome:
     if run.events:
-        from spraylab.config import ScenarioError
+        from spraylab.model.scenario import ScenarioError
 
         raise ScenarioError(["topology.events: not modelled by run.engine = 'l0'; use 'fluid' or 'packet'"])
     ff = run.fabric

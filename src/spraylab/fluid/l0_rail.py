@@ -45,12 +45,12 @@ from typing import Any
 
 import numpy as np
 
-from spraylab import provenance
 from spraylab.fluid.engine import PS_PER_S, network_streams
 from spraylab.fluid.routing import FluidFabric, hop_hash_array, packet_hash_array, random_words
 from spraylab.metrics.result import Result
 from spraylab.net.framing import DATA_OVERHEAD_BYTES, MIN_DATA_PAYLOAD_BYTES, data_wire_bytes
 from spraylab.rails.planner import rail_shares
+from spraylab.results import provenance
 from spraylab.workload.base import GroupInfo
 from spraylab.workload.rail_strategies import RailLinks
 from spraylab.workload.rail_workload import RailWorkloadSection
@@ -401,7 +401,7 @@ def _rails_nvlink(
 
 
 def _section(scenario: Any) -> RailWorkloadSection:
-    from spraylab.config import ScenarioError
+    from spraylab.model.scenario import ScenarioError
 
     rail = [w for w in scenario.workload if isinstance(w, RailWorkloadSection)]
     if len(rail) != 1 or len(scenario.workload) != 1:
@@ -466,9 +466,9 @@ def run_l0_rail(scenario: Any) -> Result:
 
 
 def _run_l0_rail(scenario: Any) -> Result:
-    from spraylab.config import ScenarioError
-    from spraylab.experiment import build_fabric
     from spraylab.fluid.routing import route_model
+    from spraylab.model.scenario import ScenarioError
+    from spraylab.runs.experiment import build_fabric
 
     wall0 = time.perf_counter()
     w = _section(scenario)

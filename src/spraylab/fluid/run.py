@@ -6,19 +6,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from spraylab import provenance
-from spraylab.budget import check as check_budget
-from spraylab.config import Scenario
 from spraylab.fluid.collect import collect
 from spraylab.fluid.engine import prepare, simulate
 from spraylab.metrics.result import Result
+from spraylab.model.scenario import Scenario
+from spraylab.results import provenance
+from spraylab.runs.budget import check as check_budget
 from spraylab.workload.rail_strategies import lb_override
 
 
 def run_fluid(scenario: Scenario, check_size: bool = True) -> Result:
     """Run ``scenario`` with the fluid engine (``run.engine = "fluid"``) or its L0 bound
     (``"l0"``, :mod:`spraylab.fluid.l0`) and return the packet engine's Result tables. A
-    scenario beyond the size guard (:mod:`spraylab.budget`) is refused before anything is built."""
+    scenario beyond the size guard (:mod:`spraylab.runs.budget`) is refused before anything is built."""
     if check_size:
         check_budget(scenario)
     wall0 = time.perf_counter()

@@ -65,7 +65,7 @@ class Naming:
 
 
 def _names(scenario: dict[str, Any]) -> Naming:
-    from spraylab.config import ScenarioError, validate
+    from spraylab.model.scenario import ScenarioError, validate
 
     try:
         sc = validate(scenario)

@@ -365,7 +365,7 @@ def desc_name(desc: FatTreeDescription) -> str:
 @dataclass(frozen=True)
 class FabricPlan:
     """An htsim fat-tree checked and counted but not built: its counts are what the size guard
-    (spraylab.budget) needs, so a description of 10^9 hosts is refused before any is built."""
+    (spraylab.runs.budget) needs, so a description of 10^9 hosts is refused before any is built."""
 
     desc: FatTreeDescription
     rates: list[int]

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from spraylab.config import Scenario, ScenarioError, apply_override, validate
-from spraylab.files import relative_to
+from spraylab.model.files import relative_to
+from spraylab.model.scenario import Scenario, ScenarioError, apply_override, validate
 
 
 def _relative(path: Path, out_dir: Path) -> str:
@@ -56,8 +56,8 @@ def import_scenario(
     """The scenario dict to write (paths relative to ``out``'s directory), the validated
     scenario, and notes on how the input maps onto spraylab: one per setting of the peer's
     run that does not carry over (formats.settings)."""
-    from spraylab.config import RunSection
     from spraylab.formats.importers import IMPORT_TOOLS, Imported
+    from spraylab.model.scenario import RunSection
 
     reader = IMPORT_TOOLS.get(tool)
     out_dir = (out.parent if out is not None else Path.cwd()).resolve()
@@ -105,7 +105,7 @@ def import_scenario(
 
 def read_base(path: str) -> dict[str, Any]:
     """A scenario file's sections, with the files it names made absolute (they are relative to it)."""
-    from spraylab.config import read_toml
-    from spraylab.files import absolutize
+    from spraylab.model.files import absolutize
+    from spraylab.model.scenario import read_toml
 
     return absolutize(read_toml(path, "scenario"), Path(path).resolve().parent)

@@ -26,7 +26,7 @@ REQUIRED_COLUMNS = ("src", "dst", "size")
 class FormatError(ValueError):
     """A file that cannot be read as the format it claims: one line naming where and what.
 
-    A ValueError (not :class:`spraylab.config.ScenarioError`, which this module cannot import:
+    A ValueError (not :class:`spraylab.model.scenario.ScenarioError`, which this module cannot import:
     the configuration imports the workloads that read files), so that inside scenario
     validation pydantic reports it under the key that named the file; the command line
     catches it like a ScenarioError. ``lines`` as in ScenarioError."""

@@ -72,7 +72,7 @@ _ENTRIES = [
     _m("conservation", "text", "conservation", "the packet-conservation self-check's counts", PACKET_ONLY),
     _m("spraylab", "text", "spraylab", "spraylab version (from git: README, Development)"),
     _m("git_commit", "text", "commit", "commit of the source tree, when run from a git checkout"),
-    _m("card", "text", "card", "the scenario card (spraylab.card): fabric, switches, transport, lb with parameters, "
+    _m("card", "text", "card", "the scenario card (spraylab.results.card): fabric, switches, transport, lb with parameters, "
        "seed, version; `text` is the printed form", PACKET_ONLY),
     # --- flows ----------------------------------------------------------------------------------
     _m("flows", "count", "flows", "flows in the run"),

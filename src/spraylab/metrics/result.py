@@ -1,7 +1,7 @@
 """The outcome of one run: per-flow, per-link and per-group tables plus a summary.
 
 Saved as Parquet tables and JSON (scenario, summary) in one directory, written atomically by
-:func:`spraylab.output.write_dir`: everything goes to a temporary sibling directory that is renamed
+:func:`spraylab.results.output.write_dir`: everything goes to a temporary sibling directory that is renamed
 into place, so a reader never sees a half-written result.
 
 The tables are pandas DataFrames built on first access (``tables``): a run whose caller reads
@@ -22,7 +22,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-    from spraylab.monitor import TimeSeries
+    from spraylab.runs.monitor import TimeSeries
 
 RESULT_FILES = ("flows.parquet", "links.parquet", "groups.parquet", "summary.json", "scenario.json")
 TABLES = ("flows", "links", "groups")
@@ -55,7 +55,7 @@ class Result:
     flows: pd.DataFrame = field(default_factory=_later)
     links: pd.DataFrame = field(default_factory=_later)
     groups: pd.DataFrame = field(default_factory=_later)
-    # per-port, per-flow and per-switch time series ([monitor] runs only; see spraylab.monitor)
+    # per-port, per-flow and per-switch time series ([monitor] runs only; see spraylab.runs.monitor)
     timeseries: TimeSeries | None = None
     # builds (flows, links, groups) for the tables not given; a table neither given nor built
     # is empty
@@ -114,8 +114,8 @@ class Result:
 
     def save(self, directory: str | Path) -> Path:
         """Write the result to ``directory`` atomically, replacing an older spraylab result there;
-        a directory holding anything else is refused (:class:`spraylab.output.OutputError`)."""
-        from spraylab.output import write_dir
+        a directory holding anything else is refused (:class:`spraylab.results.output.OutputError`)."""
+        from spraylab.results.output import write_dir
 
         return write_dir(directory, "run", self.write_files, option="directory")
 
@@ -133,7 +133,7 @@ class Result:
     def load(cls, directory: str | Path) -> Result:
         import pandas as pd
 
-        from spraylab.monitor import TimeSeries
+        from spraylab.runs.monitor import TimeSeries
 
         d = Path(directory)
         missing = [name for name in RESULT_FILES if not (d / name).is_file()]

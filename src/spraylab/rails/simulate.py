@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
-from spraylab.config import Scenario, validate
 from spraylab.engine.simulator import Simulator
-from spraylab.experiment import build_fabric, switch_params, transport_params
 from spraylab.lb.base import make_lb
+from spraylab.model.scenario import Scenario, validate
 from spraylab.net.network import Network
 from spraylab.rails.planner import RailPlan
+from spraylab.runs.experiment import build_fabric, switch_params, transport_params
 from spraylab.workload.rail_strategies import RailLinks, lb_override, rail_flows
 
 

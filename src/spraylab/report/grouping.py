@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spraylab import provenance
 from spraylab.metrics.result import Result
-from spraylab.store import Store
-from spraylab.sweep import SEED_AXIS, StoredPoint, stored_points
+from spraylab.results import provenance
+from spraylab.results.store import Store
+from spraylab.sweeps.sweep import SEED_AXIS, StoredPoint, stored_points
 
 
 class ReportError(Exception):
@@ -85,7 +85,7 @@ def _is_result(path: Path) -> bool:
 
 def is_comparison(root: str | Path) -> bool:
     """``root`` holds a comparison (not a sweep store)."""
-    from spraylab.output import kind_of
+    from spraylab.results.output import kind_of
 
     root = Path(root)
     return not (root / "sweep.json").is_file() and kind_of(root) == "compare"

@@ -59,8 +59,8 @@ def build_report(
 ) -> Report:
     """Write the plots (PNG, PDF, SVG) and ``report.html`` (default directory: ``ROOT/report``);
     with ``views``, also every stored run's viewer page (``runs/KEY.html``, see
-    :mod:`spraylab.viewer`), linked from the page."""
-    from spraylab.output import check_target, write_dir
+    :mod:`spraylab.report.viewer`), linked from the page."""
+    from spraylab.results.output import check_target, write_dir
 
     data = sweep_data(root, by)
     tables = compare_tables(data, baseline)
@@ -142,7 +142,7 @@ def build_report(
         if stored:
             from plotly.offline import get_plotlyjs
 
-            from spraylab.viewer import render_view
+            from spraylab.report.viewer import render_view
 
             (tmp / VIEWS_DIR).mkdir()
             (tmp / VIEWS_DIR / "plotly.min.js").write_text(get_plotlyjs())  # one copy for every run page
@@ -237,10 +237,10 @@ def render_html(
 
 
 def report_card(data: SweepData) -> list[str]:
-    """The scenario card of the page (spraylab.card): the first stored run's, with one ``lb``
+    """The scenario card of the page (spraylab.results.card): the first stored run's, with one ``lb``
     line per column when the columns' schemes differ, and the axes that vary across the runs
     (their values are in the table above it); empty if no run carries a card."""
-    from spraylab.card import card_lines_from_summary
+    from spraylab.results.card import card_lines_from_summary
 
     stored = [p for p in data.points if p.status in ("done", "incomplete")]
     if not stored:

@@ -15,7 +15,7 @@ import matplotlib.ticker
 import numpy as np
 from matplotlib.figure import Figure  # figures outside pyplot: no global state, Agg canvas on save
 
-from spraylab.stats import MIN_CI_N, Estimate
+from spraylab.results.stats import MIN_CI_N, Estimate
 
 DPI = 110
 # Fonts as venues accept them: TrueType (Type 42) embedded in PDFs, never Type 3 bitmaps-as-glyphs

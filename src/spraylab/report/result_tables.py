@@ -1,4 +1,4 @@
-"""A sweep's results store as :class:`~spraylab.tables.ResultTable` s, in any table format:
+"""A sweep's results store as :class:`~spraylab.results.tables.ResultTable` s, in any table format:
 what ``spraylab compare DIR`` prints. One table per group of the other axes (metric x column,
 mean ± 95% CI over seeds, ratio to a baseline), the first run's scenario card and a status line
 on the first; for CSV and JSON (``raw``) the intervals and ratios as rows of their own."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spraylab.tables import ResultTable
+from spraylab.results.tables import ResultTable
 
 
 def sweep_result_tables(
@@ -19,10 +19,10 @@ def sweep_result_tables(
 ) -> tuple[list[ResultTable], list[str]]:
     """The tables, and the notices to show beside them (a version warning, one line per
     incomplete run left out). Raises :class:`~spraylab.report.ReportError` or
-    :class:`~spraylab.store.StoreError` for a directory that is not a readable sweep store."""
-    from spraylab.card import card_lines_from_summary
+    :class:`~spraylab.results.store.StoreError` for a directory that is not a readable sweep store."""
     from spraylab.metrics.catalog import label_of
     from spraylab.report import INTERVAL_RULE, cell_text, compare_tables, sweep_data
+    from spraylab.results.card import card_lines_from_summary
 
     data = sweep_data(directory, by)
     tables = compare_tables(data, baseline, metrics)

@@ -12,7 +12,7 @@ import pandas as pd
 from spraylab.metrics.catalog import CATALOG, REPORT_ROWS, lookup, unit_of
 from spraylab.metrics.result import SIZE_BUCKETS
 from spraylab.report.grouping import Group, ReportError, SweepData
-from spraylab.stats import MIN_CI_N, Estimate, mean_ci, shown_interval
+from spraylab.results.stats import MIN_CI_N, Estimate, mean_ci, shown_interval
 from spraylab.units import format_value
 
 # The default rows of a compare table: the catalog's report rows (spraylab.metrics.catalog).
@@ -39,7 +39,7 @@ INTERVAL_RULE = f"95% CI (Student t) from n = {MIN_CI_N} on, cut at zero"
 
 def format_estimate(est: Estimate, unit: str, nonnegative: bool = True, show: str | None = None) -> str:
     """``mean ± half-width``; ``mean [0, high]`` where the interval is cut at zero; the mean
-    alone under ``MIN_CI_N`` values (see :func:`spraylab.stats.shown_interval`). A mean of
+    alone under ``MIN_CI_N`` values (see :func:`spraylab.results.stats.shown_interval`). A mean of
     counts is not a count: it is written as a plain number."""
     if est.mean is None:
         return "-"

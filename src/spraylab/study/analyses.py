@@ -38,7 +38,7 @@ def analysis(name: str, *params: str) -> Callable[[Callable[..., Any]], Any]:
 def _hash_uniformity(k: int) -> dict[str, float | int | bool]:
     """Pearson's chi-square over the joint (edge uplink, aggregation uplink) of random entropies
     from pod 0 to pod k - 1 of a k-ary fat-tree (p-value by Wilson-Hilferty)."""
-    from spraylab.validation import uplink_uniformity
+    from spraylab.study.validation import uplink_uniformity
 
     x2, p, df = uplink_uniformity(int(k))
     return {"chi_square": x2, "p_value": p, "cells": df + 1}
@@ -73,7 +73,7 @@ def _ecmp_collisions(
 ) -> dict[str, float | int | bool]:
     """ECMP as balls into bins: flows per leaf uplink over many permutations against the
     binomial expectation (chi-square), and the idle-uplink fraction against (1 - 1/S)^m."""
-    from spraylab.validation import ecmp_collisions
+    from spraylab.study.validation import ecmp_collisions
 
     return ecmp_collisions(int(leaves), int(spines), int(hosts_per_leaf), int(seeds))
 
@@ -82,15 +82,15 @@ def _ecmp_collisions(
 def _ecmp_max_min(leaves: int, spines: int, hosts_per_leaf: int, seed: int) -> dict[str, float | int | bool]:
     """ECMP permutation without congestion control, lossless: flows' throughput over a window
     against the max-min fair shares of their hashed paths."""
-    from spraylab.validation import ecmp_max_min
+    from spraylab.study.validation import ecmp_max_min
 
     return ecmp_max_min(int(leaves), int(spines), int(hosts_per_leaf), int(seed))
 
 
 @analysis("cc_bottleneck", "cc", "case", "lossless")
 def _cc_bottleneck(cc: str, case: str, lossless: bool) -> dict[str, float | int | bool]:
-    """A congestion control at an incast's bottleneck (``spraylab.validation.BOTTLENECK_CASES``):
+    """A congestion control at an incast's bottleneck (``spraylab.study.validation.BOTTLENECK_CASES``):
     steady-state utilization and queue, the start-up queue against (N - 1) BDPs, fairness."""
-    from spraylab.validation import bottleneck_case
+    from spraylab.study.validation import bottleneck_case
 
     return bottleneck_case(str(cc), str(case), bool(lossless))

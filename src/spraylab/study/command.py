@@ -82,11 +82,11 @@ def run(
     profile: str | None,
 ) -> None:
     from spraylab.cli import UsageError, run_with_progress
-    from spraylab.executors import EXECUTORS
-    from spraylab.store import Store, StoreError
+    from spraylab.results.store import Store, StoreError
     from spraylab.study.definition import Study
     from spraylab.study.run import run_study
-    from spraylab.sweep import plan
+    from spraylab.sweeps.executors import EXECUTORS
+    from spraylab.sweeps.sweep import plan
 
     console, err_console = _console()
     if executor not in EXECUTORS:
@@ -95,7 +95,7 @@ def run(
         raise UsageError("--address: only meaningful with --executor ray")
     study = Study.load(resolve_study(study_file), profile)
     target = out or default_store(study)
-    from spraylab.output import check_target
+    from spraylab.results.output import check_target
 
     check_target(target, "study")
     total = sum(len(s.points) for s in study.sweeps.values())
@@ -263,7 +263,7 @@ def validate(page: Path | None, only: list[str] | None, quick: bool, store: Path
     from spraylab.study.definition import Study
     from spraylab.study.render import check_page_target, render, write_page
     from spraylab.study.run import run_study
-    from spraylab.sweep_progress import SweepProgress
+    from spraylab.sweeps.progress import SweepProgress
 
     console, err_console = _console()
     study = Study.load(resolve_study("validation"), "quick" if quick else None)

@@ -3,7 +3,7 @@
 Layout of a study store (``spraylab study run STUDY --out DIR``)::
 
     DIR/study.json              the study's name, source file, profile and sweeps
-    DIR/<sweep>/                one results store per scenario sweep (spraylab.store)
+    DIR/<sweep>/                one results store per scenario sweep (spraylab.results.store)
     DIR/<sweep>/analysis/<key>.json     one result per point of an analysis sweep
 
 Points come from the *current* study definition, looked up in the store by key, so a page never
@@ -78,7 +78,7 @@ class PointData:
         if not self.ok or self.analysis is not None:
             raise Missing(self.key)
         if "result" not in self._cache:
-            from spraylab.store import Store
+            from spraylab.results.store import Store
 
             self._cache["result"] = Store(self.root).load(self.key)
         return self._cache["result"]
@@ -87,7 +87,7 @@ class PointData:
         if self.scenario_dict is None:
             raise MetricError(f"{self.sweep}: an analysis point has no scenario")
         if "scenario" not in self._cache:
-            from spraylab.config import validate
+            from spraylab.model.scenario import validate
 
             self._cache["scenario"] = validate(self.scenario_dict)
         return self._cache["scenario"]
@@ -96,8 +96,8 @@ class PointData:
         """What building the fabric tells: host count, and for a sender scheme with routes
         (DFS) the paths, base RTT and BDP of the first flow."""
         if "build" not in self._cache:
-            from spraylab.experiment import build
             from spraylab.net.framing import data_wire_bytes
+            from spraylab.runs.experiment import build
 
             simulation = build(self.scenario())
             net = simulation.net
@@ -174,7 +174,7 @@ def evaluate_expression(text: str, lookup: Any) -> float | None:
 
 
 def matches(point: PointData, selector: Selector | dict[str, Any] | None) -> bool:
-    from spraylab.sweep import value_label
+    from spraylab.sweeps.sweep import value_label
 
     items = selector.as_dict() if isinstance(selector, Selector) else dict(selector or {})
     for axis, wanted in items.items():
@@ -224,7 +224,7 @@ class StudyData:
         root = self.root / sweep.name
         out = []
         if sweep.sweep is not None:
-            from spraylab.store import Store
+            from spraylab.results.store import Store
 
             store = Store(root)
             for p in sweep.sweep.points:
@@ -297,7 +297,7 @@ class StudyData:
         return total
 
     def versions(self) -> list[str]:
-        from spraylab import provenance
+        from spraylab.results import provenance
 
         seen: dict[str, None] = {}
         for points in self.sweeps.values():

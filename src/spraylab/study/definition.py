@@ -35,8 +35,8 @@ A study is TOML (see ``studies/*.toml``)::
     compare = "<="
     reference = "rps/ideal"                 # same forms as `of`, or {metric = "...", of = ...}
     factor = 1.15                           # (or `value = 0` for an absolute threshold)
-A scenario sweep runs through :mod:`spraylab.sweep` (its points are keyed by scenario hash, so a
-rerun reuses every stored run); the variants axis is :mod:`spraylab.variants`. The file's keys and
+A scenario sweep runs through :mod:`spraylab.sweeps.sweep` (its points are keyed by scenario hash, so a
+rerun reuses every stored run); the variants axis is :mod:`spraylab.model.variants`. The file's keys and
 types are its schema's (:mod:`spraylab.study.schema`); what needs the whole study (a claim's sweep,
 axis values and metric, the profile, the template file) is checked here. Every problem is one
 :class:`ScenarioError` line naming the key and the value.
@@ -52,10 +52,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spraylab.config import ScenarioError, apply_override, read_toml
-from spraylab.config_errors import parse_model
+from spraylab.model.errors import parse_model
+from spraylab.model.scenario import ScenarioError, apply_override, read_toml
 from spraylab.study.schema import ClaimTable, ReferenceTable, StudyFile, StudySweepKeys
-from spraylab.sweep import SEED_AXIS, VARIANT_AXIS, Point, Sweep, build_points, merged_base, value_label
+from spraylab.sweeps.sweep import (
+    SEED_AXIS,
+    VARIANT_AXIS,
+    Point,
+    Sweep,
+    build_points,
+    merged_base,
+    value_label,
+)
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ class AnalysisPoint:
 
     @property
     def labels(self) -> dict[str, str]:
-        from spraylab.sweep import value_label
+        from spraylab.sweeps.sweep import value_label
 
         return {k: value_label(v) for k, v in self.values.items()}
 
@@ -311,7 +319,7 @@ def _sweep(
         for rest in itertools.product(*(axes[k] for k in free)):
             for seed in own or default_seeds:
                 combos.append(((label,) if label is not None else ()) + tuple(rest) + (seed,))
-    from spraylab.budget import check_sweep_points
+    from spraylab.runs.budget import check_sweep_points
 
     run = base.get("run")
     allow_large = isinstance(run, dict) and run.get("allow_large") is True
@@ -347,7 +355,7 @@ def _profile_axes(
 
 def _analysis_sweep(item: StudySweepKeys, here: str, profile: str | None) -> StudySweep:
     """Its parameters are its axes, in the analysis' order (the schema checked they match)."""
-    from spraylab.store import canonical_json
+    from spraylab.results.store import canonical_json
     from spraylab.study.analyses import ANALYSES
 
     analysis = item.analysis

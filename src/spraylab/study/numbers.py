@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from spraylab.config import ScenarioError
+from spraylab.model.scenario import ScenarioError
 
 _CODE = re.compile(r"```.*?```|`[^`\n]*`", re.S)
 _LIST_MARK = re.compile(r"^(\s*)\d+[.)](\s)", re.M)  # "1. " of a Markdown list is not a result

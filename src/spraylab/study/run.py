@@ -1,5 +1,5 @@
 """Run a study into its store: the runs of every scenario sweep through one executor, in one
-queue (:func:`spraylab.sweep.drive`), each analysis point in this process. Points already in
+queue (:func:`spraylab.sweeps.sweep.drive`), each analysis point in this process. Points already in
 the store are kept (a scenario's key is its hash, so a rerun is free), as for a sweep."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spraylab.executors import make_executor
-from spraylab.store import Store
+from spraylab.results.store import Store
 from spraylab.study.data import analysis_path, read_analysis
 from spraylab.study.definition import Study, StudySweep
-from spraylab.sweep import OpenSweep, SweepEvents, SweepOutcome, drive, open_sweep
+from spraylab.sweeps.executors import make_executor
+from spraylab.sweeps.sweep import OpenSweep, SweepEvents, SweepOutcome, drive, open_sweep
 
 
 @dataclass
@@ -45,14 +45,14 @@ class StudyOutcome:
 
 def prepare(study: Study, out: Path) -> None:
     """Claim ``out`` for the study (refusing a directory spraylab did not write) and record it."""
-    from spraylab.output import check_target, write_marker
+    from spraylab.results.output import check_target, write_marker
 
     check_target(out, "study")
     existing = out / "study.json"
     if existing.is_file():
         theirs = json.loads(existing.read_text()).get("name")
         if theirs != study.name:
-            from spraylab.output import OutputError
+            from spraylab.results.output import OutputError
 
             raise OutputError(
                 f"--out {out}: holds the results of study {theirs!r}, not of {study.name!r}; give another --out"
@@ -114,7 +114,7 @@ class _AllSweeps:
 def run_analyses(
     sweep: StudySweep, root: Path, force: bool, reuse_other_versions: bool, log: Any = None
 ) -> tuple[int, int]:
-    from spraylab import provenance
+    from spraylab.results import provenance
     from spraylab.study.analyses import ANALYSES
 
     assert sweep.analysis is not None

@@ -1,5 +1,5 @@
 """The study file's schema: pydantic models, strict like a scenario's, whose problems come back
-through the scenario's one-line formatter (:func:`spraylab.config_errors.parse_model`).
+through the scenario's one-line formatter (:func:`spraylab.model.errors.parse_model`).
 
 The models check what a table says by itself: its keys, their types, the names it picks from a
 fixed list (statistics, comparisons, units, analyses, variant labels). What needs the study as a
@@ -21,8 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-from spraylab.config_types import Section
-from spraylab.sweep_schema import SEED_AXIS, VARIANT_AXIS, Axes, check_scenario_axes, scenario_sections
+from spraylab.model.sweep import SEED_AXIS, VARIANT_AXIS, Axes, check_scenario_axes, scenario_sections
+from spraylab.model.types import Section
 
 Statistic = Literal["mean", "median", "min", "max", "each"]
 Comparison = Literal["<", "<=", ">", ">=", "==", "!="]
@@ -96,7 +96,7 @@ class Variant(Section):
     @model_validator(mode="before")
     @classmethod
     def _label(cls, value: Any) -> Any:
-        from spraylab.variants import VariantError, parse_variant
+        from spraylab.model.variants import VariantError, parse_variant
 
         bare = isinstance(value, str)
         if bare:

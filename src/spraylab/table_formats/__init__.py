@@ -12,7 +12,7 @@ from spraylab.registry import Registry
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from spraylab.tables import ResultTable
+    from spraylab.results.tables import ResultTable
 
 Writer = Callable[["list[ResultTable]", "Console"], None]
 TABLE_FORMATS: Registry[Writer] = Registry("--format", "spraylab.table_formats", what="format")

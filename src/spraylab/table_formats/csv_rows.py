@@ -7,8 +7,8 @@ import csv
 import io
 
 from spraylab.metrics.catalog import raw_unit
+from spraylab.results.tables import ResultTable, _plain
 from spraylab.table_formats import text_format
-from spraylab.tables import ResultTable, _plain
 
 
 @text_format("csv")

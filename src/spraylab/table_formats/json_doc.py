@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from spraylab.metrics.catalog import raw_unit
+from spraylab.results.tables import ResultTable, _plain
 from spraylab.table_formats import text_format
-from spraylab.tables import ResultTable, _plain
 
 
 @text_format("json")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from spraylab.results.tables import ResultTable
 from spraylab.table_formats import text_format
-from spraylab.tables import ResultTable
 
 
 def _md(text: str) -> str:

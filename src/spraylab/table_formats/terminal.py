@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from spraylab.results.tables import ResultTable
 from spraylab.table_formats import TABLE_FORMATS
-from spraylab.tables import ResultTable
 
 
 def _width(text: str) -> int:

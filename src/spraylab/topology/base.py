@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from spraylab.config_types import Section, TimePs
-from spraylab.kind_registry import KindRegistry
+from spraylab.model.kinds import KindRegistry
+from spraylab.model.types import Section, TimePs
 from spraylab.net.link_events import action_names
 from spraylab.topology.fabric import Fabric
 
@@ -50,7 +50,7 @@ class LinkEvent(Section):
 
 @dataclass(frozen=True, slots=True)
 class FabricSize:
-    """A fabric's size from its description alone (the size guard, ``spraylab.budget``)."""
+    """A fabric's size from its description alone (the size guard, ``spraylab.runs.budget``)."""
 
     hosts: int
     switches: int

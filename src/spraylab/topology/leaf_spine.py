@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from spraylab.config_types import RateBps, TimePs
+from spraylab.model.types import RateBps, TimePs
 from spraylab.topology.base import FabricSize, LinkEvent, TopologySection, register
 from spraylab.topology.fabric import Fabric
 from spraylab.units import PS_PER_US

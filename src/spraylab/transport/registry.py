@@ -44,7 +44,7 @@ def cc_modes() -> dict[str, str]:
     return {name: CONGESTION_CONTROLS.classes[name].summary for name in CONGESTION_CONTROLS.names()}
 
 
-# The unit each value parser stands for (spraylab.config_types), as ``spraylab list`` prints it.
+# The unit each value parser stands for (spraylab.model.types), as ``spraylab list`` prints it.
 _UNITS = {"parse_rate_bps": "bits/s", "parse_bytes": "bytes", "parse_time_ps": "ps"}
 
 
@@ -52,7 +52,7 @@ def cc_parameters(name: str) -> tuple[str, list[tuple[str, Any, str]]]:
     """Congestion control ``name``'s own scenario section (``"transport.X"``, or "" for a
     control without one) and its parameters as (key, default, unit), the unit "" for a
     dimensionless number (``spraylab list``)."""
-    from spraylab.config import TransportSection
+    from spraylab.model.scenario import TransportSection
     from spraylab.transport.cc.base import CONGESTION_CONTROLS
 
     section = getattr(CONGESTION_CONTROLS.get(name), "params_section", "")

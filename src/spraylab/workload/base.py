@@ -14,8 +14,8 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from spraylab.config_types import Section
-from spraylab.kind_registry import KindRegistry
+from spraylab.model.kinds import KindRegistry
+from spraylab.model.types import Section
 from spraylab.units import format_time
 from spraylab.workload.flows import FlowSpec
 
@@ -51,7 +51,7 @@ class FlowContext:
 
 @dataclass(frozen=True, slots=True)
 class WorkloadSize:
-    """A section's size from its description alone (the size guard, ``spraylab.budget``)."""
+    """A section's size from its description alone (the size guard, ``spraylab.runs.budget``)."""
 
     flows: int
     total_bytes: int

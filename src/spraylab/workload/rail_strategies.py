@@ -60,13 +60,13 @@ from typing import TYPE_CHECKING, Annotated
 import numpy as np
 from pydantic import AfterValidator
 
-from spraylab.config_types import one_of
+from spraylab.model.types import one_of
 from spraylab.net.framing import data_wire_bytes
 from spraylab.rails.planner import DEFAULT_CHUNK_BYTES, DEFAULT_MTU_BYTES, RailPlan, plan_rails
 from spraylab.workload.flows import FlowSpec
 
 if TYPE_CHECKING:
-    from spraylab.config import Scenario
+    from spraylab.model.scenario import Scenario
     from spraylab.topology.fabric import Fabric
 
 PS_PER_S = 10**12

@@ -16,7 +16,7 @@ from spraylab.workload.rail_strategies import RailLinks, rail_flows
 if TYPE_CHECKING:
     from spraylab.topology.base import TopologySection
 
-# Size guard (spraylab.budget): rail workloads build G x G int64 byte matrices (dispatch, its
+# Size guard (spraylab.runs.budget): rail workloads build G x G int64 byte matrices (dispatch, its
 # transpose, the planner's copies). Rail strategies' NVLink relay messages and chunks add bytes
 # and messages over the GPU-pair matrix (measured on 4 x 4 GPUs: at most 1.6x the bytes and 6x
 # the G(G-1) messages).

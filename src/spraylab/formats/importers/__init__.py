@@ -32,7 +32,7 @@ class ImportTool:
     def read_config(self, path: Path) -> tuple[Any, dict[str, Any]]:
         """The simulator's run settings file (``--config``): what it says, and the scenario
         overrides it maps to. A simulator without one refuses it."""
-        from spraylab.config import ScenarioError
+        from spraylab.model.scenario import ScenarioError
 
         readers = [
             n for n in IMPORT_TOOLS.names() if type(IMPORT_TOOLS[n]).read_config is not ImportTool.read_config

@@ -13,9 +13,9 @@ class Ns3(ImportTool):
     name = "ns3"
 
     def read_config(self, path: Path) -> tuple[Any, dict[str, Any]]:
-        from spraylab.config import ScenarioError
         from spraylab.formats import settings
         from spraylab.formats.rows import FormatError, read_bytes
+        from spraylab.model.scenario import ScenarioError
 
         try:
             hpcc = settings.parse_hpcc_config(read_bytes(path).decode("utf-8", "replace"), path.name)

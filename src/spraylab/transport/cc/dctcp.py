@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
-from spraylab.config_types import Section, param, to_params
+from spraylab.model.types import Section, param, to_params
 from spraylab.transport.cc.base import CongestionControl, line_rate_bdp_packets, register_cc
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ from weakref import WeakKeyDictionary
 
 from pydantic import Field
 
-from spraylab.config_types import RateBps, Section, TimePs, param, to_params
+from spraylab.model.types import RateBps, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, register_cc
 
 if TYPE_CHECKING:

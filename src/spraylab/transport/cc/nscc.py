@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
-from spraylab.config_types import PositiveTimePs, RateBps, Section, TimePs, param, to_params
+from spraylab.model.types import PositiveTimePs, RateBps, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, register_cc
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, model_validator
 
-from spraylab.config_types import Bytes, PositiveTimePs, Section, TimePs, param, to_params
+from spraylab.model.types import Bytes, PositiveTimePs, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, line_rate_bdp_packets, register_cc, switch_hops
 
 if TYPE_CHECKING:

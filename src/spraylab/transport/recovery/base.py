@@ -56,7 +56,7 @@ class Recovery:
     # The [transport] keys the mode reads beyond mtu, cc and its own name (`spraylab list`):
     # every receiver coalesces ACKs and every sender has the retransmission timer.
     reads: ClassVar[tuple[str, ...]] = ("rto", "ack_every", "ack_every_bytes", "ack_bytes", "ack_delay")
-    # Memory per packet of a flow's size (both ends), for the size guard (spraylab.budget).
+    # Memory per packet of a flow's size (both ends), for the size guard (spraylab.runs.budget).
     state_bytes_per_packet: ClassVar[int] = 1
 
     __slots__ = ("qp",)

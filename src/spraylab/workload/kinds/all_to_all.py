@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
-from spraylab.config_types import PositiveBytes, TimePs
+from spraylab.model.types import PositiveBytes, TimePs
 from spraylab.workload import patterns
 from spraylab.workload.base import (
     FlowContext,

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from spraylab.config_types import PositiveTimePs, TimePs, one_of
+from spraylab.model.types import PositiveTimePs, TimePs, one_of
 from spraylab.units import PS_PER_S
 from spraylab.workload.base import FlowContext, Flows, WorkloadSection, WorkloadSize, one_group, register
 from spraylab.workload.cdf import FlowSizeCdf, poisson_flows

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from spraylab.config_types import PositiveBytes, TimePs
+from spraylab.model.types import PositiveBytes, TimePs
 from spraylab.workload import collectives
 from spraylab.workload.base import (
     FlowContext,

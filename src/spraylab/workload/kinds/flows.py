@@ -7,7 +7,7 @@ those names), an htsim connection matrix (``.cm``) or an HPCC/ns-3 ``flow.txt``
 (``format = "ns3"``); :mod:`spraylab.formats` reads them, and every error names the file, the
 row and the column.
 
-Validation reads the file, stores its absolute path and SHA-256 (:mod:`spraylab.files`) and
+Validation reads the file, stores its absolute path and SHA-256 (:mod:`spraylab.model.files`) and
 keeps the parsed rows, so a bad file is reported before anything runs."""
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from pydantic import (
     model_validator,
 )
 
-from spraylab.config_types import PositiveBytes, Section, TimePs
-from spraylab.files import check_row_count, read_checked
 from spraylab.formats.rows import FlowRow, FormatError, check_rows, read_csv, read_parquet, to_specs
+from spraylab.model.files import check_row_count, read_checked
+from spraylab.model.types import PositiveBytes, Section, TimePs
 from spraylab.units import format_time
 from spraylab.workload.base import FlowContext, Flows, GroupInfo, WorkloadSection, WorkloadSize, register
 

@@ -8,7 +8,7 @@ from typing import Literal
 import numpy as np
 from pydantic import Field, ValidationInfo, field_validator
 
-from spraylab.config_types import PositiveBytes, TimePs
+from spraylab.model.types import PositiveBytes, TimePs
 from spraylab.workload import moe
 from spraylab.workload.base import WorkloadSize, register
 from spraylab.workload.rail_strategies import RailStrategyName

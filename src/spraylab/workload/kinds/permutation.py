@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from spraylab.config_types import PositiveBytes, TimePs
+from spraylab.model.types import PositiveBytes, TimePs
 from spraylab.workload import patterns
 from spraylab.workload.base import FlowContext, Flows, WorkloadSection, WorkloadSize, one_group, register
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 import numpy as np
 
-from spraylab.config_types import PositiveBytes, TimePs
+from spraylab.model.types import PositiveBytes, TimePs
 from spraylab.workload.base import WorkloadSize, register
 from spraylab.workload.rail_strategies import RailStrategyName
 from spraylab.workload.rail_workload import RailWorkloadSection, rail_size

@@ -1,7 +1,7 @@
 """Building blocks of every scenario section: the Section base, unit-aware field types, and
 fields linked to the plain ``Params`` dataclasses the simulator reads.
 
-Kept apart from :mod:`spraylab.config` so that the modules that define a topology or a
+Kept apart from :mod:`spraylab.model.scenario` so that the modules that define a topology or a
 workload kind (``spraylab.topology.*``, ``spraylab.workload.kinds.*``) can declare their
 sections without importing the scenario schema that collects them.
 """

@@ -27,7 +27,7 @@ INTERRUPTED = "interrupted"  # the stop reason of a run ended by Ctrl-C
 
 
 class StopOnInterrupt:
-    """A progress function for :meth:`spraylab.experiment.Simulation.run` that forwards to
+    """A progress function for :meth:`spraylab.runs.experiment.Simulation.run` that forwards to
     ``progress`` and ends the run at the first checkpoint after a SIGINT. Use as a context manager
     (it installs its SIGINT handler in the main thread and restores the previous one on exit)."""
 
@@ -38,7 +38,7 @@ class StopOnInterrupt:
         self._notice = notice if notice is not None else sys.stderr
         self._previous: Any = None
 
-    # --- the progress protocol (spraylab.experiment.Simulation.run) ------------------------
+    # --- the progress protocol (spraylab.runs.experiment.Simulation.run) ------------------------
     def bind(self, net: Network) -> None:
         self._armed = True
         bind = getattr(self.progress, "bind", None)

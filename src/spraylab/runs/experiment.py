@@ -8,18 +8,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spraylab import provenance
-from spraylab.budget import check as check_budget
-from spraylab.card import scenario_card
-from spraylab.config import Scenario, ScenarioError
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import make_lb
 from spraylab.metrics.collect import collect, ideal_fct_ps
 from spraylab.metrics.fct_bound import fct_lower_bounds_ps
 from spraylab.metrics.result import Result
-from spraylab.monitor import Monitor
+from spraylab.model.scenario import Scenario, ScenarioError
 from spraylab.net.link_events import LINK_ACTIONS
 from spraylab.net.network import Network, SwitchParams
+from spraylab.results import provenance
+from spraylab.results.card import scenario_card
+from spraylab.runs.budget import check as check_budget
+from spraylab.runs.monitor import Monitor
 from spraylab.topology.base import TopologySection
 from spraylab.topology.fabric import Fabric
 from spraylab.transport.params import TransportParams
@@ -97,7 +97,7 @@ class Simulation:
             "card": scenario_card(self.scenario, self.net.fabric).as_dict(),
         }
         scenario = self.scenario.to_dict()
-        # first: it gives the ports back their run's queue maxima (spraylab.monitor)
+        # first: it gives the ports back their run's queue maxima (spraylab.runs.monitor)
         timeseries = self.monitor.finish() if self.monitor is not None else None
         result = collect(self.net, self.ideal_fct, self.groups, scenario, run_info, self.fct_bound)
         result.timeseries = timeseries
@@ -106,7 +106,7 @@ class Simulation:
 
 def build(scenario: Scenario, check_size: bool = True) -> Simulation:
     """The simulator and network of ``scenario``, before running. ``check_size = False`` skips
-    the size guard (:mod:`spraylab.budget`), for callers that checked already (sweep workers)."""
+    the size guard (:mod:`spraylab.runs.budget`), for callers that checked already (sweep workers)."""
     if check_size:
         check_budget(scenario)
     scenario = lb_override(scenario)  # strategy "rail_spray" runs under per-packet spraying
@@ -146,7 +146,7 @@ def run(
     if isinstance(scenario, (str, Path)):
         scenario = Scenario.load(scenario)
     elif isinstance(scenario, dict):
-        from spraylab.config import validate
+        from spraylab.model.scenario import validate
 
         scenario = validate(scenario)
     if scenario.run.engine != "packet":  # flow-level engines: spraylab.fluid

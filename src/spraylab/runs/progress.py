@@ -19,8 +19,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 from spraylab.units import format_time
 
 if TYPE_CHECKING:
-    from spraylab.config import Scenario
     from spraylab.engine.simulator import Simulator
+    from spraylab.model.scenario import Scenario
     from spraylab.net.network import Network
 
 SHOW_AFTER_S = 2.0

@@ -1,5 +1,5 @@
 """Progress of sweeps: runs done, incomplete, failed and skipped, elapsed time and ETA. A bar on a
-terminal; otherwise one-line records at a bounded rate (see :mod:`spraylab.progress`)."""
+terminal; otherwise one-line records at a bounded rate (see :mod:`spraylab.runs.progress`)."""
 
 from __future__ import annotations
 
@@ -16,12 +16,12 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from spraylab.progress import LineRecords
-from spraylab.sweep import SweepEvents
+from spraylab.runs.progress import LineRecords
+from spraylab.sweeps.sweep import SweepEvents
 
 if TYPE_CHECKING:
-    from spraylab.executors import Outcome
-    from spraylab.sweep import Point, Sweep
+    from spraylab.sweeps.executors import Outcome
+    from spraylab.sweeps.sweep import Point, Sweep
 
 
 class SweepProgress(SweepEvents):

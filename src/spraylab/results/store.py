@@ -39,8 +39,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from spraylab import provenance
 from spraylab.metrics.result import RESULT_FILES, Result
+from spraylab.results import provenance
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -250,8 +250,8 @@ class Store:
         os.replace(tmp, self.index_path)
 
     def _mark(self) -> None:
-        """Create the directory with its ownership marker first (see :mod:`spraylab.output`)."""
-        from spraylab.output import write_marker
+        """Create the directory with its ownership marker first (see :mod:`spraylab.results.output`)."""
+        from spraylab.results.output import write_marker
 
         self.root.mkdir(parents=True, exist_ok=True)
         write_marker(self.root, "sweep", ["sweep.json", "log.jsonl", "runs", ".lock", "report"])

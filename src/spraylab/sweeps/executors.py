@@ -48,8 +48,8 @@ def execute(scenario: dict[str, Any]) -> Outcome:
     start = time.perf_counter()
     timing = {"host": socket.gethostname(), "pid": os.getpid()}
     try:
-        from spraylab.config import validate
-        from spraylab.experiment import run
+        from spraylab.model.scenario import validate
+        from spraylab.runs.experiment import run
 
         # The sweep checked every point's size when it was planned (with its --allow-large).
         result = run(validate(scenario), check_size=False)

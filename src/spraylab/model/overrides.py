@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spraylab.config_errors import ScenarioError
+from spraylab.model.errors import ScenarioError
 
 
 def set_dotted(data: dict[str, Any], key: str, value: Any) -> None:

@@ -58,7 +58,7 @@ from spraylab.units import PS_PER_BYTE_AT_1BPS
 if TYPE_CHECKING:
     import pandas as pd
 
-    from spraylab.config import MonitorSection
+    from spraylab.model.scenario import MonitorSection
     from spraylab.net.network import Network
 
 PORT_ROLES = ("uplink", "downlink", "host_up", "host_down")
@@ -217,7 +217,7 @@ class Monitor:
             "switches", section.switches, switches, names, list(range(len(switches))), errors
         )
         if errors:
-            from spraylab.config import ScenarioError
+            from spraylab.model.scenario import ScenarioError
 
             raise ScenarioError(errors)
         self.ports: list[Port] = [ports[i] for i in port_idx]

@@ -13,8 +13,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from spraylab import provenance
-from spraylab.config import Scenario
+from spraylab.model.scenario import Scenario
+from spraylab.results import provenance
 from spraylab.topology.fabric import HOST_TIER, Fabric
 from spraylab.units import format_bytes, format_rate, format_time_label
 
@@ -118,7 +118,7 @@ def _workload_text(scenario: Scenario) -> str:
 
 def scenario_card(scenario: Scenario, fabric: Fabric | None = None) -> Card:
     if fabric is None:
-        from spraylab.experiment import build_fabric
+        from spraylab.runs.experiment import build_fabric
 
         fabric = build_fabric(scenario.topology)
     facts = fabric_facts(fabric)

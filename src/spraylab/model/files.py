@@ -75,7 +75,7 @@ def absolutize(data: dict[str, object], directory: Path) -> dict[str, object]:
 
 
 # Whether validation may read files beyond the size guard's row limit (run.allow_large, or the
-# CLI's --allow-large): set by spraylab.config.validate, read by the file readers it calls.
+# CLI's --allow-large): set by spraylab.model.scenario.validate, read by the file readers it calls.
 _ALLOW_LARGE: contextvars.ContextVar[bool] = contextvars.ContextVar("spraylab_allow_large", default=False)
 # Rows a flow file may have unless allowed: reading one costs about 9 us a row (CSV, measured on
 # 10^5 rows: 0.9 s), so the limit keeps validation within about 10 s; 2 M rows took 54 s.

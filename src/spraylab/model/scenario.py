@@ -3,7 +3,7 @@
 A scenario has the sections ``topology``, ``switch``, ``transport``, ``lb``, ``workload``,
 ``run`` and ``output``. Values take units (``"400Gbps"``, ``"2MB"``, ``"1us"``). Validation
 rejects unknown keys and impossible values, with one line per problem naming the key, the value
-and what is allowed (:mod:`spraylab.config_errors`).
+and what is allowed (:mod:`spraylab.model.errors`).
 
 Sections with a kind are registered, one module per kind: topologies in ``spraylab.topology``
 (:data:`~spraylab.topology.base.TOPOLOGIES`), workloads in ``spraylab.workload.kinds``
@@ -29,9 +29,10 @@ from pydantic import (
     model_validator,
 )
 
-from spraylab.config_errors import Problem, ScenarioError, format_errors, problems_of, read_toml
-from spraylab.config_overrides import apply_override, set_dotted, switch_scheme
-from spraylab.config_types import (
+from spraylab.model.errors import Problem, ScenarioError, format_errors, problems_of, read_toml
+from spraylab.model.files import allowing_large
+from spraylab.model.overrides import apply_override, set_dotted, switch_scheme
+from spraylab.model.types import (
     Bytes,
     BytesOrBdp,
     PositiveBytes,
@@ -43,7 +44,6 @@ from spraylab.config_types import (
     param,
     to_params,
 )
-from spraylab.files import allowing_large
 from spraylab.net.network import SwitchParams
 from spraylab.topology.base import TOPOLOGIES, LinkEvent, TopologySection
 from spraylab.topology.fat_tree import FatTreeTopology
@@ -340,7 +340,7 @@ class RunSection(Section):
     max_wall_s: float = Field(default=0, ge=0)  # 0 = no budget
     stop: Literal["workload", "time"] = "workload"
     progress: bool = True
-    # Skip the size guard (spraylab.budget): run even when the estimate exceeds the memory limit
+    # Skip the size guard (spraylab.runs.budget): run even when the estimate exceeds the memory limit
     # or the flow/packet caps.
     allow_large: bool = False
     # Which engine runs the scenario (spraylab.fluid): "packet" (the packet-level simulator),
@@ -386,12 +386,12 @@ class OutputSection(Section):
 # A selector names ports, flows or switches: a glob on names (``"leaf0->spine*"``; for flows, on
 # the group name), an integer id (a flow id; an index into the network's ports or switches), or
 # for ports a role (``uplink``, ``downlink``, ``host_up``, ``host_down``). Matched against the
-# built network by spraylab.monitor, which rejects a selector matching nothing.
+# built network by spraylab.runs.monitor, which rejects a selector matching nothing.
 MonitorSelector = int | str
 
 
 class MonitorSection(Section):
-    """Time series sampled every ``interval`` (spraylab.monitor). Absent: nothing is sampled."""
+    """Time series sampled every ``interval`` (spraylab.runs.monitor). Absent: nothing is sampled."""
 
     interval: PositiveTimePs = 10_000_000
     ports: list[MonitorSelector] = ["*"]
@@ -525,7 +525,7 @@ class Scenario(Section):
 
     @classmethod
     def load(cls, path: str | Path, allow_large: bool = False) -> Scenario:
-        from spraylab.files import relative_to
+        from spraylab.model.files import relative_to
 
         with relative_to(Path(path).resolve().parent):  # files it names are relative to it
             return validate(read_toml(path, "scenario"), source=str(path), allow_large=allow_large)
@@ -554,7 +554,7 @@ def n_hosts(topology: TopologySection) -> int:
 def validate(data: dict[str, Any], source: str = "", allow_large: bool = False) -> Scenario:
     """Validate a scenario dict; raise :class:`ScenarioError` with one line per problem.
     ``allow_large`` (or ``run.allow_large = true`` in ``data``) lets the files it names be
-    read beyond the size guard's row limit (:data:`spraylab.files.MAX_FILE_ROWS`)."""
+    read beyond the size guard's row limit (:data:`spraylab.model.files.MAX_FILE_ROWS`)."""
     run = data.get("run") if isinstance(data, dict) else None
     allow_large = allow_large or (isinstance(run, dict) and run.get("allow_large") is True)
     try:

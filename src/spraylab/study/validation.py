@@ -14,10 +14,10 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from spraylab.config import validate
-from spraylab.experiment import build
 from spraylab.metrics.maxmin import jain_index
+from spraylab.model.scenario import validate
 from spraylab.net.framing import data_wire_bytes
+from spraylab.runs.experiment import build
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 from spraylab.units import PS_PER_US
 

@@ -1,9 +1,9 @@
 """The sweep file's schema: a pydantic model, strict like a scenario's, whose problems come back
-through the scenario's one-line formatter (:func:`spraylab.config_errors.parse_model`).
+through the scenario's one-line formatter (:func:`spraylab.model.errors.parse_model`).
 
 A sweep file has the keys ``name``, ``base``, ``baseline`` and ``axes`` beside the scenario's
 own sections, which are kept raw: they are merged over the base scenario and validated as a
-scenario point by point (:func:`spraylab.sweep.build_points`). The axes' values keep the types
+scenario point by point (:func:`spraylab.sweeps.sweep.build_points`). The axes' values keep the types
 the file gives them (``load_sweep`` shows them so). The study file reuses the axis types
 (:mod:`spraylab.study.schema`).
 """
@@ -15,11 +15,11 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field, create_model, model_validator
 
-from spraylab.config import Scenario
-from spraylab.config_types import Section
+from spraylab.model.scenario import Scenario
+from spraylab.model.types import Section
 
 SEED_AXIS = "run.seed"
-VARIANT_AXIS = "variant"  # labelled overrides, see spraylab.variants
+VARIANT_AXIS = "variant"  # labelled overrides, see spraylab.model.variants
 
 
 def flatten_axes(axes: dict[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
@@ -57,8 +57,8 @@ Axes = Annotated[dict[str, AxisValues], BeforeValidator(_flat)]
 
 
 def check_variant_axis(values: list[Any]) -> None:
-    """The ``variant`` axis takes labels :func:`spraylab.variants.parse_variant` reads."""
-    from spraylab.variants import VariantError, parse_variant
+    """The ``variant`` axis takes labels :func:`spraylab.model.variants.parse_variant` reads."""
+    from spraylab.model.variants import VariantError, parse_variant
 
     if not all(isinstance(v, str) for v in values):
         raise ValueError(

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 if TYPE_CHECKING:
-    from spraylab.sweep import StoredPoint
+    from spraylab.sweeps.sweep import StoredPoint
 
-SEED_AXIS = "run.seed"  # spraylab.sweep.SEED_AXIS (not imported: `import spraylab` stays light)
+SEED_AXIS = "run.seed"  # spraylab.sweeps.sweep.SEED_AXIS (not imported: `import spraylab` stays light)
 
 
 @dataclass
@@ -58,8 +58,8 @@ def _tag(frame: pd.DataFrame, point: StoredPoint, axes: list[str]) -> pd.DataFra
 
 def load_sweep(directory: str | Path) -> SweepFrames:
     """Read a sweep's results directory (``spraylab sweep --out DIR``) into DataFrames."""
-    from spraylab.store import Store
-    from spraylab.sweep import stored_points
+    from spraylab.results.store import Store
+    from spraylab.sweeps.sweep import stored_points
 
     store = Store(directory)
     points = stored_points(store)

@@ -9,7 +9,7 @@ flow timeline (one bar per flow from start to finish, coloured by slowdown). The
 panels need a run made with ``[monitor]``; without one the page says how to get them and shows
 the end-of-run link utilization instead.
 
-Utilization is *departed* bytes over capacity (see :mod:`spraylab.monitor`): never above 1
+Utilization is *departed* bytes over capacity (see :mod:`spraylab.runs.monitor`): never above 1
 beyond one frame per interval.
 """
 
@@ -44,7 +44,7 @@ class ViewError(Exception):
 
 def scenario_card(scenario: dict[str, Any], summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The run's identity as (label, text) rows: the scenario card every output carries
-    (``summary["card"]``, made by :mod:`spraylab.card`), then the run's outcome."""
+    (``summary["card"]``, made by :mod:`spraylab.results.card`), then the run's outcome."""
     rows = [("run", str(summary.get("name", scenario.get("output", {}).get("name", ""))))]
     for line in str(summary.get("card", {}).get("text", "")).splitlines():
         label, _, text = line.partition(": ")

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from spraylab.kind_registry import KindRegistry
+from spraylab.model.kinds import KindRegistry
 from spraylab.topology.base import TOPOLOGIES
 from spraylab.workload.base import WORKLOADS
 

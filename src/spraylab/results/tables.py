@@ -4,7 +4,7 @@
 A :class:`ResultTable` holds raw values (numbers in base units: ps, bps, bytes) and their
 formatted text. ``csv`` and ``json`` carry the raw values, so they parse back to the numbers
 the run produced; ``table`` and ``markdown`` show the text. Every format starts with the
-scenario card (:mod:`spraylab.card`): ``#`` lines in CSV, a ``card`` list in JSON."""
+scenario card (:mod:`spraylab.results.card`): ``#`` lines in CSV, a ``card`` list in JSON."""
 
 from __future__ import annotations
 
@@ -73,4 +73,4 @@ def __getattr__(name: str) -> Any:
         from importlib import import_module
 
         return getattr(import_module(f"spraylab.table_formats.{_MOVED[name]}"), name)
-    raise AttributeError(f"module 'spraylab.tables' has no attribute {name!r}")
+    raise AttributeError(f"module 'spraylab.results.tables' has no attribute {name!r}")

@@ -26,7 +26,7 @@ def version() -> str:
 def git_commit() -> str | None:
     """HEAD of the git checkout holding this package's source, or None (an installed wheel, no git,
     a broken repository). Asked once per process; never raises."""
-    source = Path(__file__).resolve().parent
+    source = Path(__file__).resolve().parents[1]  # the spraylab package (this is spraylab/results/)
     try:
         done = subprocess.run(
             ["git", "-C", str(source), "rev-parse", "--show-toplevel", "HEAD"],

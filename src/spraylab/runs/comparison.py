@@ -2,7 +2,7 @@
 ``spraylab demo``.
 
 :func:`compare` runs the scenario once per variant label (``ecmp``, ``rps/ideal``,
-``dfs[B=64]/sr``: :mod:`spraylab.variants`), every variant validated before the first runs, and
+``dfs[B=64]/sr``: :mod:`spraylab.model.variants`), every variant validated before the first runs, and
 returns a :class:`Comparison`: the results by label, one scenario card for all of them, and
 whether Ctrl-C ended it early (then the finished runs are kept, the last one partial).
 :meth:`Comparison.save` writes what the command writes: one result directory per label, the
@@ -18,16 +18,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from spraylab.card import Card
-    from spraylab.config import Scenario
     from spraylab.metrics.result import Result
+    from spraylab.model.scenario import Scenario
+    from spraylab.results.card import Card
 
 # how one variant runs: its Result, and whether Ctrl-C ended it (the CLI's shows progress)
 Runner = Callable[["Scenario", str], "tuple[Result, bool]"]
 
 
 def _plain_run(scenario: Scenario, label: str) -> tuple[Result, bool]:
-    from spraylab.experiment import run
+    from spraylab.runs.experiment import run
 
     return run(scenario), False
 
@@ -43,7 +43,7 @@ class Comparison:
 
     @property
     def card(self) -> Card:
-        from spraylab.card import compare_card
+        from spraylab.results.card import compare_card
 
         return compare_card(self.scenarios)
 
@@ -54,7 +54,7 @@ class Comparison:
     def write(self, directory: Path) -> None:
         """Fill ``directory`` (existing, empty): a result directory per label (a directory
         name cannot hold ``/``), the index of columns ``spraylab report`` reads, the plots."""
-        from spraylab.plots import slowdown_cdf, uplink_utilization
+        from spraylab.report.comparison_plots import slowdown_cdf, uplink_utilization
         from spraylab.report.grouping import COMPARE_INDEX
 
         dirs = {label: label.replace("/", "-") for label in self.results}
@@ -71,8 +71,8 @@ class Comparison:
 
     def save(self, out: str | Path, option: str = "--out") -> Path:
         """Write the comparison to ``out`` (a new directory, or one spraylab wrote before:
-        :func:`spraylab.output.write_dir` never overwrites anything else)."""
-        from spraylab.output import write_dir
+        :func:`spraylab.results.output.write_dir` never overwrites anything else)."""
+        from spraylab.results.output import write_dir
 
         return write_dir(out, "compare", self.write, option)
 
@@ -82,7 +82,7 @@ def variant_scenarios(
 ) -> dict[str, Scenario]:
     """Each variant's scenario by label, all validated (a bad label or value raises before
     anything runs)."""
-    from spraylab.variants import parse_variants, variant_scenario
+    from spraylab.model.variants import parse_variants, variant_scenario
 
     labelled = parse_variants(variants) if isinstance(variants, str) else variants
     return {label: variant_scenario(scenario, overrides) for label, overrides in labelled}
@@ -95,7 +95,7 @@ def compare(
 ) -> Comparison:
     """Run ``scenario`` under every variant (a label list like ``"ecmp,rps/ideal"`` or
     ``(label, overrides)`` pairs) with ``runner`` (default: plain runs, no progress)."""
-    from spraylab.config import Scenario
+    from spraylab.model.scenario import Scenario
 
     base = scenario if isinstance(scenario, Scenario) else Scenario.from_dict(scenario)
     comparison = Comparison(base.name, variant_scenarios(base, variants), {})

@@ -108,7 +108,7 @@ def check_target(path: Path, kind: Kind, option: str = "--out") -> None:
 
 
 def marker_record(kind: Kind, files: list[str]) -> dict[str, Any]:
-    from spraylab import provenance
+    from spraylab.results import provenance
 
     return {"kind": kind, **provenance.current(), "files": sorted(files)}
 

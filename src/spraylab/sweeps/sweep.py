@@ -14,17 +14,17 @@ A sweep file is TOML::
     "workload.load" = [0.3, 0.6]
     "run.seed" = [1, 2, 3]
 
-The axis ``variant`` takes variant labels (:mod:`spraylab.variants`: ``"dfs[B=64]/sr"`` is DFS with
+The axis ``variant`` takes variant labels (:mod:`spraylab.model.variants`: ``"dfs[B=64]/sr"`` is DFS with
 ``reorder_bound_packets = 64`` over selective-repeat RNICs), applied before the other axes.
 
 An axis value may be a table that replaces a whole section (``lb = [{scheme = "ecmp"},
 {scheme = "dfs", max_paths = 4}]``) or a list (``"topology.events" = [[], [{...}]]``). When an
 axis sets ``lb.scheme``, the base's other ``lb`` parameters carry over only where the new scheme
-accepts them. The file is validated by its schema (:mod:`spraylab.sweep_schema`) and every point
+accepts them. The file is validated by its schema (:mod:`spraylab.model.sweep`) and every point
 as a scenario before anything runs; problems come back as one line each, naming the key and value.
 
 Each point's scenario is normalized (``run.progress = false``, ``output.dir = ""``: they do not
-change results) and keyed by the hash of its full scenario (:func:`spraylab.store.scenario_key`).
+change results) and keyed by the hash of its full scenario (:func:`spraylab.results.store.scenario_key`).
 """
 
 from __future__ import annotations
@@ -42,15 +42,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from spraylab import provenance
-from spraylab.budget import check as check_budget
-from spraylab.budget import check_sweep_points
-from spraylab.config import Scenario, ScenarioError, apply_override, read_toml, validate
-from spraylab.config_errors import parse_model
-from spraylab.executors import Executor, Outcome, make_executor
-from spraylab.store import RESULT_STATUSES, Store, StoreError, scenario_key
-from spraylab.sweep_schema import SEED_AXIS as SEED_AXIS  # the axis names, for the modules that read sweeps
-from spraylab.sweep_schema import VARIANT_AXIS, SweepFile
+from spraylab.model.errors import parse_model
+from spraylab.model.scenario import Scenario, ScenarioError, apply_override, read_toml, validate
+from spraylab.model.sweep import SEED_AXIS as SEED_AXIS  # the axis names, for the modules that read sweeps
+from spraylab.model.sweep import VARIANT_AXIS, SweepFile
+from spraylab.results import provenance
+from spraylab.results.store import RESULT_STATUSES, Store, StoreError, scenario_key
+from spraylab.runs.budget import check as check_budget
+from spraylab.runs.budget import check_sweep_points
+from spraylab.sweeps.executors import Executor, Outcome, make_executor
 
 # --- definition ---------------------------------------------------------------------------
 
@@ -102,7 +102,7 @@ class Sweep:
         default_name: str = "sweep",
         allow_large: bool = False,
     ) -> Sweep:
-        """``allow_large``: skip the size guard (:mod:`spraylab.budget`) on the number of points
+        """``allow_large``: skip the size guard (:mod:`spraylab.runs.budget`) on the number of points
         and on each point, as ``run.allow_large = true`` in the base does."""
         where = f"{source}: " if source else ""
         spec = parse_model(SweepFile, data, source)
@@ -167,7 +167,7 @@ def deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def merged_base(data: dict[str, Any], base_dir: Path, where: str = "") -> dict[str, Any]:
     """The raw base scenario of a sweep definition: its ``base`` file or preset with the inline
     scenario sections merged over it."""
-    from spraylab.files import absolutize
+    from spraylab.model.files import absolutize
 
     base = _load_base(data.get("base"), base_dir, where)
     # files named in the sweep itself are relative to the sweep file
@@ -188,7 +188,7 @@ def _load_base(base: str | None, base_dir: Path, where: str) -> dict[str, Any]:
             return tomllib.loads(preset.read_text())
         raise ScenarioError([f"{where}base = {base!r}: no such scenario file ({path}) or preset"])
     try:
-        from spraylab.files import absolutize
+        from spraylab.model.files import absolutize
 
         # files the base names are relative to the base file
         return absolutize(read_toml(path, "base scenario"), path.resolve().parent)
@@ -200,7 +200,7 @@ def apply_axes(base: dict[str, Any], values: dict[str, Any]) -> dict[str, Any]:
     """The raw scenario of one point: the base with the axis values set."""
     data = copy.deepcopy(base)
     if VARIANT_AXIS in values:
-        from spraylab.variants import apply_variant, parse_variant
+        from spraylab.model.variants import apply_variant, parse_variant
 
         data = apply_variant(data, parse_variant(values[VARIANT_AXIS]))
     for key, value in values.items():
@@ -501,7 +501,7 @@ class OpenSweep:
 def open_sweep(sweep: Sweep, store: Store, force: bool, reuse_other_versions: bool) -> Iterator[OpenSweep]:
     """Lock ``store`` for this process and plan ``sweep`` into it; a sweep with nothing to run
     is closed at once, one left with points not recorded is closed as interrupted."""
-    from spraylab.output import check_target
+    from spraylab.results.output import check_target
 
     check_target(store.root, "sweep")
     check_store(sweep, store)

@@ -1,10 +1,10 @@
 """Registries of section kinds: ``topology.kind`` and ``workload.kind`` (a
 :class:`spraylab.registry.Registry` of section models).
 
-A kind is one module that defines a :class:`~spraylab.config_types.Section` subclass with
+A kind is one module that defines a :class:`~spraylab.model.types.Section` subclass with
 ``kind: Literal["name"] = "name"`` and decorates it with its registry's :meth:`KindRegistry.register`.
 The scenario schema validates a section by looking its ``kind`` up here at validation time, so a
-kind registered after :mod:`spraylab.config` was imported (a plug-in, a test) is usable at once;
+kind registered after :mod:`spraylab.model.scenario` was imported (a plug-in, a test) is usable at once;
 error hints and ``spraylab list`` read the same registry.
 """
 
@@ -15,7 +15,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import SerializeAsAny, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from spraylab.config_types import Section, one_of
+from spraylab.model.types import Section, one_of
 from spraylab.registry import Registry
 
 S = TypeVar("S", bound=Section)

@@ -19,7 +19,7 @@ CAPTION_CHAR_IN = 0.6 * CAPTION_PT / 72
 
 
 def _caption(fig: Figure, card: str) -> None:
-    """The scenario card (spraylab.card) under the plot, so a saved figure says what it shows. As
+    """The scenario card (spraylab.results.card) under the plot, so a saved figure says what it shows. As
     the figure's supxlabel, so the constrained layout makes room for it; wrapped to the width."""
     if not card:
         return

@@ -14,7 +14,7 @@ import copy
 import tomllib
 from typing import Any
 
-from spraylab.config import Scenario, set_dotted, validate
+from spraylab.model.scenario import Scenario, set_dotted, validate
 
 
 class VariantError(ValueError):

@@ -18,7 +18,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from spraylab.config import Scenario, ScenarioError
+from spraylab.model.scenario import Scenario, ScenarioError
 from spraylab.transport.recovery.base import RECOVERIES
 from spraylab.units import format_bytes_rounded
 
