@@ -10,15 +10,14 @@ point on it.
 
 from __future__ import annotations
 
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 import tomli_w
+from cliutil import invoke
 
-from spraylab import cli
 from spraylab.model.scenario import ScenarioError
 from spraylab.study.definition import Study
 from spraylab.sweeps.sweep import Sweep
@@ -200,18 +199,6 @@ STUDY_CASES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def _main(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    argv = sys.argv
-    sys.argv = ["spraylab", *args]
-    try:
-        with pytest.raises(SystemExit) as stop:
-            cli.main()
-    finally:
-        sys.argv = argv
-    out = capsys.readouterr()
-    return int(stop.value.code or 0), out.out + out.err
-
-
 def _one_error_line(code: int, output: str, expect: tuple[str, ...]) -> None:
     assert "Traceback" not in output, output
     assert code == 2, (code, output)
@@ -234,24 +221,20 @@ def test_the_valid_files_are_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.parametrize("name", list(SWEEP_CASES))
-def test_malformed_sweep_file_is_one_line(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_malformed_sweep_file_is_one_line(name: str, tmp_path: Path) -> None:
     content, expect = SWEEP_CASES[name]
-    monkeypatch.chdir(tmp_path)
     (tmp_path / "input.toml").write_text(tomli_w.dumps(content))
-    _one_error_line(*_main(["sweep", "input.toml", "--dry-run"], capsys), expect)
+    done = invoke("sweep", "input.toml", "--dry-run", cwd=tmp_path)
+    _one_error_line(done.returncode, done.stdout + done.stderr, expect)
 
 
 @pytest.mark.parametrize("name", list(STUDY_CASES))
-def test_malformed_study_file_is_one_line(
-    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_malformed_study_file_is_one_line(name: str, tmp_path: Path) -> None:
     content, expect = STUDY_CASES[name]
-    monkeypatch.chdir(tmp_path)
     (tmp_path / "page.md.j2").write_text("# {{ study.title }}\n")
     (tmp_path / "input.toml").write_text(textwrap.dedent(content))
-    _one_error_line(*_main(["study", "check", "input.toml"], capsys), expect)
+    done = invoke("study", "check", "input.toml", cwd=tmp_path)
+    _one_error_line(done.returncode, done.stdout + done.stderr, expect)
 
 
 def test_the_error_carries_key_value_and_allowed_as_a_scenario_error_does() -> None:
