@@ -245,7 +245,6 @@ def main() -> None:
         "target": "median and p99 FCT within 5% of htsim's",
         "cases": cases,
     }
-    args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [
         "# NSCC + trimming: spraylab vs uet-htsim, side by side",
         "",

@@ -219,7 +219,7 @@ cdef class QueuePair:
         return packets * self.full_wire_bytes if packets > 0 else 0
 
     cdef inline bint _cwnd_blocks(self):
-        """The byte window leaves no room for one more full frame."""
+        """A byte window is set and leaves no room for one more full frame."""
         return (
             self.cwnd_bytes < NO_WINDOW
             and self.inflight_bytes() + self.full_wire_bytes > self.cwnd_bytes
@@ -234,7 +234,7 @@ cdef class QueuePair:
         self.nic.activate(self)
 
     cpdef bint has_work(self):
-        if self.cwnd_bytes < NO_WINDOW and self._cwnd_blocks():
+        if self._cwnd_blocks():
             return False
         if self.retx_queue:
             return True
@@ -256,7 +256,7 @@ cdef class QueuePair:
         cdef int64_t payload, size, entropy
         cdef uint64_t h
         cdef bint resend = False
-        if self.cwnd_bytes < NO_WINDOW and self._cwnd_blocks():
+        if self._cwnd_blocks():
             return None
         retx_queue = self.retx_queue
         while retx_queue:
