@@ -35,6 +35,7 @@ choice never changes with routing.
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from collections.abc import Iterable
 
@@ -83,6 +84,7 @@ class RouteTable:
         self.tor_row[self.tors] = np.arange(len(self.tors))
         self._build_hosts()
         self._build_direct()
+        self.salt = np.zeros(ns, dtype=np.uint64)  # every switch's ECMP hash seed (draw_salts)
         self.routed_down: set[int] = set()  # directed link ids routing has removed
         self.version = 0  # bumped by every compute (RouteGroup.version in the packet engine)
 
@@ -94,6 +96,12 @@ class RouteTable:
     def egress(self, node: int) -> np.ndarray:
         """``node``'s egress links in port order."""
         return self.egress_links[self.egress_ptr[node] : self.egress_ptr[node + 1]]
+
+    def draw_salts(self, rng: random.Random) -> None:
+        """Every switch's 64-bit ECMP hash seed, ``rng.getrandbits(64)`` in switch order: the
+        stream the run derives for them (``sim.derive_rng(0x5A17)``, after the flows' and the
+        ECN marking's), so every engine on the same seed hashes alike."""
+        self.salt = np.array([rng.getrandbits(64) for _ in range(self.n_switches)], dtype=np.uint64)
 
     def _build_hosts(self) -> None:
         """Each host's NIC to its ToR, and the NIC towards hosts another NIC reaches directly."""
