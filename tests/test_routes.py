@@ -7,6 +7,7 @@ place, so a group keeps its identity and gets a new version and cleared state.""
 
 from __future__ import annotations
 
+import pytest
 from simutil import US, make_net, small_leaf_spine
 
 from spraylab.net.packet import DATA, Packet
@@ -62,6 +63,32 @@ def test_groups_shared_per_destination_tor_and_reinstalled_in_place() -> None:
     assert group.version > version and group.state is None
     assert len(group) == 3 and all(p.peer_owner.name != "spine0" for p in group)
     assert trace_route(net, 0, 4).paths == 3
+
+
+def test_a_route_group_is_a_read_only_view() -> None:
+    """The core forwards by its arrays, not by the view: writing to a view would make the two
+    disagree, so every list mutator refuses, and the switch keeps forwarding as routed."""
+    _, net = make_net(small_leaf_spine(leaves=2, spines=2, hosts_per_leaf=1))
+    leaf0 = net.switches["leaf0"]
+    group = leaf0.table[1]
+    before = list(group)
+    for mutate in (
+        lambda: group.__setitem__(0, before[1]),
+        lambda: group.__delitem__(0),
+        lambda: group.append(before[0]),
+        lambda: group.extend(before),
+        lambda: group.insert(0, before[0]),
+        lambda: group.pop(),
+        lambda: group.remove(before[0]),
+        lambda: group.clear(),
+        lambda: group.sort(key=id),
+        lambda: group.reverse(),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            mutate()
+    assert list(group) == before
+    with pytest.raises(TypeError):
+        leaf0.table[1] = []  # the table is a tuple of views
 
 
 def test_trace_reports_unreachable() -> None:
