@@ -38,7 +38,6 @@ import numpy as np
 from spraylab.lb.base import REGISTRY as lb_registry
 from spraylab.net.route_table import RouteTable
 from spraylab.net.routes import MAX_HOPS, hop_hash
-from spraylab.topology.fabric import Fabric
 
 __all__ = [
     "FluidFabric",

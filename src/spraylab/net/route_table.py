@@ -1,10 +1,19 @@
 """The route table of one fabric as arrays: the one route computation both engines read.
 
-The packet engine's :class:`spraylab.net.routing.Routing` turns it into ``RouteGroup`` lists of
-ports (link id ``l`` is ``Network.ports[l]``); the fluid engine's
-:class:`spraylab.fluid.routing.FluidFabric` walks it as link ids, and the L0 bounds
-(``fluid/l0_split.py``, ``fluid/l0_rail.py``) read its distances, egress lists and candidates.
-So both engines route alike by construction, not by a test comparing two computations.
+The packet engine's :class:`spraylab.net.routing.Routing` writes it into every switch of the
+compiled core as C arrays (``Switch.install_routes``: each destination's group, each group's
+candidates as link ids, which index the network's ports, ``Network.ports[l]``, held as a C array
+of pointers, and the switch's salt), with a read-only ``RouteGroup`` view of ports per group for
+Python selectors; the fluid engine's :class:`spraylab.fluid.routing.FluidFabric` walks it as
+link ids, and the L0 bounds (``fluid/l0_split.py``, ``fluid/l0_rail.py``) read its distances,
+egress lists, candidates and salts. So both engines route and hash alike by construction, not by
+a test comparing two computations.
+
+**Salts.** ``salt[switch]`` (uint64) is every switch's ECMP hash seed
+(``spraylab.net.routes.hop_hash``), drawn once per run by :meth:`draw_salts` from the stream
+the run derives after the flows' and the ECN marking's (``Network``, and
+``fluid.engine.network_streams`` in the same order); zero until drawn. Routing does not change
+it: a new routing version keeps the salts.
 
 **Nodes and links.** Node ``i`` is the ``i``-th switch of ``Fabric.switch_tier`` (``Switch.index``)
 for ``i < n_switches``, then host ``i - n_switches``. Directed link ``2 k`` is fabric link ``k``
