@@ -96,7 +96,7 @@ def network_streams(seed: int, fabric: Any) -> tuple[Simulator, random.Random, R
     flow_rng = sim.derive_rng(0x5EED_F10)
     sim.derive_rng(0xEC4)  # the packet engine's ECN marking stream
     table = RouteTable(fabric)
-    table.draw_salts(sim.derive_rng(0x5A17))
+    table.draw_salts(sim)
     table.compute()
     return sim, flow_rng, table
 

@@ -72,7 +72,7 @@ class Network:
         self.routing = Routing(self)
         # the switches' ECMP hash seeds, in the route table both engines read (fluid/engine.py
         # network_streams draws them alike)
-        self.routing.table.draw_salts(sim.derive_rng(0x5A17))
+        self.routing.table.draw_salts(sim)
         self.qps: list[QueuePair] = []
         self.injected_packets = 0
         self.consumed_packets = 0

@@ -44,15 +44,19 @@ choice never changes with routing.
 
 from __future__ import annotations
 
-import random
 from collections import deque
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from spraylab.topology.fabric import Fabric
 
-__all__ = ["RouteTable", "DENSE_MAX_SWITCHES", "DENSE_MIN_TORS"]
+__all__ = ["RouteTable", "DENSE_MAX_SWITCHES", "DENSE_MIN_TORS", "SALT_STREAM"]
+
+# the derivation key of the switch salts' random stream (Simulator.derive_rng); part of every
+# run's identity since the first release: changing it changes every ECMP choice
+SALT_STREAM = 0x5A17
 
 # The dense search multiplies the (ToRs x switches) frontier by the float32 switch adjacency
 # once per hop: 8192 switches is a 256 MB adjacency, the most it may take (a k = 64 fat-tree
@@ -106,10 +110,12 @@ class RouteTable:
         """``node``'s egress links in port order."""
         return self.egress_links[self.egress_ptr[node] : self.egress_ptr[node + 1]]
 
-    def draw_salts(self, rng: random.Random) -> None:
-        """Every switch's 64-bit ECMP hash seed, ``rng.getrandbits(64)`` in switch order: the
-        stream the run derives for them (``sim.derive_rng(0x5A17)``, after the flows' and the
-        ECN marking's), so every engine on the same seed hashes alike."""
+    def draw_salts(self, sim: Any) -> None:
+        """Every switch's 64-bit ECMP hash seed, ``getrandbits(64)`` in switch order from the
+        stream ``sim.derive_rng(SALT_STREAM)`` (``Simulator.derive_rng``). Both engines call it
+        at the same point of the run's derivations (after the flows' and the ECN marking's
+        streams: ``Network``, ``fluid.engine.network_streams``), so on one seed they hash alike."""
+        rng = sim.derive_rng(SALT_STREAM)
         self.salt = np.array([rng.getrandbits(64) for _ in range(self.n_switches)], dtype=np.uint64)
 
     def _build_hosts(self) -> None:
