@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from simutil import US, make_net, small_leaf_spine
-from spraylab.core._core import PortArray
 
 from spraylab.net.packet import DATA, Packet
 from spraylab.net.routes import RouteGroup, hop_hash, trace_route
-from spraylab.net.switch import Switch, ecmp_select
+from spraylab.net.switch import PortArray, Switch, ecmp_select
 from spraylab.topology.fat_tree import fat_tree
 
 G = 1_000_000_000

@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from spraylab.core._core import PortArray, RouteGroup
 from spraylab.net.host import UniformRoute
 from spraylab.net.route_table import RouteTable
+from spraylab.net.routes import RouteGroup
+from spraylab.net.switch import PortArray
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
