@@ -1,6 +1,7 @@
 # The RoCEv2 requester core (sender side of a reliable-connection queue pair).
 
 PS_BITS = 8_000_000_000_000  # ps per byte at 1 bit/s
+cdef double PS_BITS_F = PS_BITS  # the same, as the double a rate divides
 NO_WINDOW = 1 << 62  # psn_window / window_packets when nothing caps them
 
 
@@ -50,6 +51,7 @@ def _both(first, second):
 
 
 cdef class SenderKernel  # core/sender_kernels.pxi
+cdef class CcKernel  # core/cc_kernel.pxi
 cdef class CumulativeSack  # core/receiver.pxi
 
 
@@ -68,7 +70,9 @@ cdef class QueuePair:
     ``lb`` is the sender-side load balancer, or None; it sees this object as a
     :class:`~spraylab.transport.view.SenderView`. A built-in scheme sets ``lb_kernel`` too: its
     compiled per-packet hooks, called instead of ``lb.entropy`` and ``lb.on_ack``; a scheme
-    that does not override ``on_ack`` is not called per ACK.
+    that does not override ``on_ack`` is not called per ACK. Likewise ``cc_kernel`` is the
+    congestion control when it is a compiled one (``CcKernel``, core/cc_kernel.pxi): its C
+    hooks are called instead of the control's Python methods.
 
     The optional hooks of the recovery and the congestion control are bound once here (None
     when a part does not override them), so per packet the core pays one test per hook it
@@ -77,12 +81,14 @@ cdef class QueuePair:
     cdef public object net, spec, rx, recovery, cc, lb_state, retx_queue, drops_by_cause
     cdef object _lb, _lb_on_ack
     cdef public SenderKernel lb_kernel
+    cdef public CcKernel cc_kernel  # the congestion control, when it runs compiled (or None)
     cdef public CumulativeSack sack  # the recovery's SACK view, updated per ACK (or None)
     cdef public object line_rate_bps, drop_hook
     cdef public Simulator sim
     cdef public Nic nic
     cdef public int64_t flow_id, src, dst, n_packets, mtu, last_payload, full_wire_bytes, last_wire_bytes
     cdef public double rate_bps, paced_ps_per_byte
+    cdef double line_rate_f  # line_rate_bps as a double (exact: rates are below 2^53 bit/s)
     cdef public int64_t next_send_ps, snd_una, snd_nxt, max_sent, entropy
     cdef public int64_t psn_window, window_packets, window_cap_packets, cwnd_bytes
     cdef public uint64_t flow_hash
@@ -112,6 +118,7 @@ cdef class QueuePair:
         self.last_wire_bytes = data_wire_bytes(self.last_payload)
         self.nic = nic
         self.line_rate_bps = line_rate_bps
+        self.line_rate_f = float(line_rate_bps)
         self.rate_bps = float(line_rate_bps)
         self.paced_ps_per_byte = 0.0  # 0: line rate, no pacing beyond the NIC port
         self.next_send_ps = 0
@@ -156,12 +163,18 @@ cdef class QueuePair:
         self._skip_resend = optional_hook(recovery, "skip_resend", Recovery)
         self._on_resent = optional_hook(recovery, "on_resent", Recovery)
         self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
-        self._cc_sent = optional_hook(cc, "on_sent", CongestionControl)
-        self._cc_nack = optional_hook(cc, "on_nack", CongestionControl)
-        self._cc_timeout = optional_hook(cc, "on_timeout", CongestionControl)
-        self._ack_hook = _both(
-            optional_hook(recovery, "on_ack", Recovery), optional_hook(cc, "on_ack", CongestionControl)
-        )
+        recovery_ack = optional_hook(recovery, "on_ack", Recovery)
+        if runs_compiled(cc):
+            # A compiled control: its C hooks, called where the Python ones would be.
+            self.cc_kernel = cc
+            self._cc_sent = self._cc_nack = self._cc_timeout = None
+            self._ack_hook = recovery_ack
+        else:
+            self.cc_kernel = None
+            self._cc_sent = optional_hook(cc, "on_sent", CongestionControl)
+            self._cc_nack = optional_hook(cc, "on_nack", CongestionControl)
+            self._cc_timeout = optional_hook(cc, "on_timeout", CongestionControl)
+            self._ack_hook = _both(recovery_ack, optional_hook(cc, "on_ack", CongestionControl))
 
     def _window_cap(self, net, window, line_rate_bps) -> int:
         """``transport.window`` in packets: the full-size frames that fit in its bytes, or for
@@ -188,17 +201,17 @@ cdef class QueuePair:
         self._lb_on_ack = None if lb is None else optional_hook(lb, "on_ack", LoadBalancer)
 
     # --- rate and window (the congestion control sets them) -------------------------------
-    def set_rate(self, rate_bps) -> None:
+    cpdef set_rate(self, double rate_bps):
         self.rate_bps = rate_bps
-        self.paced_ps_per_byte = 0.0 if rate_bps >= self.line_rate_bps else PS_BITS / rate_bps
+        self.paced_ps_per_byte = 0.0 if rate_bps >= self.line_rate_f else PS_BITS_F / rate_bps
 
-    def set_window(self, packets) -> None:
+    cpdef set_window(self, int64_t packets):
         """Cap ``next PSN - snd_una`` at ``packets`` (at least 1; never above transport.window)."""
         self.window_packets = min(max(1, packets), self.window_cap_packets)
         if self.start_ps >= 0 and not self.sender_done:
             self.kick()
 
-    def set_cwnd_bytes(self, int64_t cwnd_bytes) -> None:
+    cpdef set_cwnd_bytes(self, int64_t cwnd_bytes):
         """Send only while :meth:`inflight_bytes` plus one full frame fits in ``cwnd_bytes``
         (``NO_WINDOW``: no byte window). The queue pair rechecks after every ACK, NACK and
         timeout; a change made elsewhere kicks it here."""
@@ -306,9 +319,12 @@ cdef class QueuePair:
             pkt.ack_request = True
         if self.paced_ps_per_byte:
             self.next_send_ps = now + <int64_t>(<double>size * self.paced_ps_per_byte)
-        cc_sent = self._cc_sent
-        if cc_sent is not None:
-            cc_sent(size)
+        if self.cc_kernel is not None:
+            self.cc_kernel.c_on_sent(size)
+        else:
+            cc_sent = self._cc_sent
+            if cc_sent is not None:
+                cc_sent(size)
         if not self.rto_armed:
             self.rto_armed = True
             self.sim.after(self.rto_ps, self._rto_cb)
@@ -347,6 +363,8 @@ cdef class QueuePair:
         hook = self._ack_hook
         if hook is not None:
             hook(pkt)
+        if self.cc_kernel is not None:
+            self.cc_kernel.c_on_ack(pkt)  # after the recovery's hook, as _both orders them
         cdef int64_t cum_psn = pkt.psn
         if cum_psn > self.snd_una:
             self.advance(cum_psn, self.sim.now)
@@ -366,16 +384,23 @@ cdef class QueuePair:
         claimed = self._lb is not None and self._lb.on_nack(self, pkt) and self.recovery.selective
         if self.sender_done:
             return
-        cc_nack = self._cc_nack
-        if cc_nack is not None:
-            cc_nack(pkt)
+        if self.cc_kernel is not None:
+            self.cc_kernel.c_on_nack(pkt)
+        else:
+            cc_nack = self._cc_nack
+            if cc_nack is not None:
+                cc_nack(pkt)
         if not claimed:
             self._recovery_nack(pkt.sack_psn if self.nack_names_psn else psn)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
 
     cpdef on_cnp(self, Packet pkt):
-        if not self.sender_done:
+        if self.sender_done:
+            return
+        if self.cc_kernel is not None:
+            self.cc_kernel.c_on_cnp(self.sim.now)
+        else:
             self.cc.on_cnp(self.sim.now)
 
     def _on_rto(self, _) -> None:
@@ -393,7 +418,9 @@ cdef class QueuePair:
         self.timeouts += 1
         self.last_progress_ps = now
         self.recovery.on_timeout()
-        if self._cc_timeout is not None:
+        if self.cc_kernel is not None:
+            self.cc_kernel.c_on_timeout()
+        elif self._cc_timeout is not None:
             self._cc_timeout()
         if self._lb is not None:
             self._lb.on_timeout(self)
