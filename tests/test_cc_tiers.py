@@ -21,6 +21,7 @@ import pytest
 from spraylab import build, validate
 from spraylab.transport.cc.base import CONGESTION_CONTROLS, CongestionControl
 from spraylab.transport.cc.kernel import CcKernel, runs_compiled
+from spraylab.transport.cc.nscc import Nscc
 
 
 class CountingCc(CongestionControl):
@@ -109,3 +110,50 @@ def test_the_compiled_tier_is_taken_only_when_no_python_hook_replaces_a_kernel_h
     assert runs_compiled(Plain(FakeQp(), None, 0))
     assert not runs_compiled(Overrides(FakeQp(), None, 0))
     assert not runs_compiled(CountingCc(FakeQp(), None, 0))
+
+
+class CountedNscc(Nscc):
+    """A user's variation of a compiled control: NSCC with a Python ``on_ack`` that counts its
+    calls and then runs the kernel's rule (``super().on_ack``)."""
+
+    name = "test_counted_nscc"
+    acks: ClassVar[list[int]] = [0]
+
+    __slots__ = ()
+
+    def on_ack(self, pkt) -> None:
+        CountedNscc.acks[0] += 1
+        super().on_ack(pkt)
+
+
+def _reps_incast(cc: str) -> dict:
+    """The reps preset (NSCC, trimming, uec recovery) on a 16-host fat-tree, an 8:1 incast of
+    1 MB flows (the receiver's queue overflows: trimmed packets, their NACKs)."""
+    incast = {"kind": "incast", "senders": 8, "size": "1MB", "receiver": 0}
+    return {"transport.cc": cc, "topology.k": 4, "workload": incast, "run.progress": False}
+
+
+def test_a_python_subclass_of_a_compiled_control_runs_its_override_and_the_same_model() -> None:
+    """A subclass that overrides a hook runs on the Python tier (its ``on_ack`` is called per
+    ACK), and since it calls the kernel's rule, the model is the same to the bit: every flow's
+    window trajectory, hence every packet's send time, is the compiled run's (the hook
+    contract, module docstring, for the count)."""
+    from spraylab.cli import load_scenario
+
+    CONGESTION_CONTROLS.register(CountedNscc)
+    CountedNscc.acks[0] = 0
+    try:
+        tables = {}
+        for cc in ("nscc", CountedNscc.name):
+            simulation = build(load_scenario("reps", {}).with_overrides(_reps_incast(cc)))
+            net = simulation.net
+            net.stop_when_done = False  # run until idle: every ACK sent has arrived
+            assert simulation.run() == "idle" and net.all_done
+            assert all((qp.cc_kernel is qp.cc) == (cc == "nscc") for qp in net.qps)
+            if cc != "nscc":
+                assert CountedNscc.acks[0] == sum(qp.rx.acks_sent for qp in net.qps) > 0
+            tables[cc] = simulation.result().flows.to_dict("list")
+            assert net.trimmed_packets > 0  # the NACK rule ran too
+        assert tables["nscc"] == tables[CountedNscc.name]
+    finally:
+        del CONGESTION_CONTROLS.classes[CountedNscc.name]

@@ -54,12 +54,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
+from spraylab.core._core import NsccKernel  # compiled: core/cc_nscc.pxi
 from spraylab.model.types import PositiveTimePs, RateBps, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, register_cc
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 
 if TYPE_CHECKING:
-    from spraylab.net.packet import Packet
     from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
 
@@ -196,10 +196,14 @@ NSCC_SECTION_FIELD = Field(
 
 
 @register_cc
-class Nscc(CongestionControl):
+class Nscc(NsccKernel, CongestionControl):
     """Per-QP NSCC state: the window ``cwnd_bytes``, the base RTT, the smoothed delay and the
     increase, quick-adapt and fast-increase bookkeeping. Counters (``fair``, ``proportional``,
-    ``fast``, ``decreases``, ``quick_adapts``, ``nack_cuts``) count the reactions taken."""
+    ``fast``, ``decreases``, ``quick_adapts``, ``nack_cuts``) count the reactions taken.
+
+    The per-ACK, per-NACK and timeout rules (the module docstring's table, quick adapt, the
+    adjustment) are the compiled kernel's, ``NsccKernel`` in ``core/cc_nscc.pxi``, which the
+    queue pair calls directly; this class sets its fields up once per queue pair."""
 
     name = "nscc"
     summary = "NSCC (UEC 1.0, as uet-htsim): byte window from queueing delay and ECN; trimmed NACKs cut it"
@@ -207,48 +211,11 @@ class Nscc(CongestionControl):
     fluid_engine = False
     params_section: ClassVar[str] = "nscc"
 
-    __slots__ = (
-        "qp",
-        "p",
-        "frame_bytes",
-        "line_bytes_per_ps",
-        "network_rtt_ps",
-        "target_ps",
-        "base_rtt_ps",
-        "max_cwnd",
-        "min_cwnd",
-        "cwnd",
-        "fi",
-        "alpha",
-        "eta",
-        "fi_scale",
-        "qa_threshold_ps",
-        "adjust_bytes",
-        "reacts_to_nack",
-        "heard",
-        "avg_delay_ps",
-        "inc",
-        "achieved",
-        "received",
-        "to_ignore",
-        "ignored",
-        "fi_count",
-        "increasing",
-        "trigger_qa",
-        "qa_end_ps",
-        "last_adjust_ps",
-        "last_dec_ps",
-        "fair",
-        "proportional",
-        "fast",
-        "decreases",
-        "quick_adapts",
-        "nack_cuts",
-    )
+    __slots__ = ("p",)
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
+        super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
         p = transport.nscc
-        self.qp = qp
         self.p = p
         net = qp.net
         self.frame_bytes = qp.full_wire_bytes
@@ -267,6 +234,14 @@ class Nscc(CongestionControl):
         self.fi_scale = p.fast_increase_scale * a
         self.qa_threshold_ps = p.qa_threshold_targets * target
         self.adjust_bytes = p.adjust_bytes_mtus * self.frame_bytes
+        # the parameters the rules read per ACK, as the kernel's own fields
+        self.delay_ewma = p.delay_ewma
+        self.gamma = p.gamma
+        self.md_floor = p.md_floor
+        self.max_window_bdp = p.max_window_bdp
+        self.fast_increase_delay_ps = p.fast_increase_delay_ps
+        self.quick_adapt = p.quick_adapt
+        self.qa_gate = p.qa_gate
         self.min_cwnd = float(self.frame_bytes)
         self.base_rtt_ps = network_rtt
         self.max_cwnd = max(self.min_cwnd, p.max_window_bdp * network_rtt * self.line_bytes_per_ps)
@@ -291,133 +266,3 @@ class Nscc(CongestionControl):
         self.last_dec_ps = 0
         self.fair = self.proportional = self.fast = self.decreases = self.quick_adapts = self.nack_cuts = 0
         qp.set_cwnd_bytes(int(self.cwnd))
-
-    # --- signals --------------------------------------------------------------------------
-    def _lower_base_rtt(self, rtt_ps: float) -> None:
-        """A round trip below the base RTT: it is the new base, and the cap follows its BDP."""
-        self.base_rtt_ps = rtt_ps
-        self.max_cwnd = max(self.min_cwnd, self.p.max_window_bdp * rtt_ps * self.line_bytes_per_ps)
-
-    def _smooth_delay(self, delay_ps: float, marked: bool) -> None:
-        """The smoothed delay the decrease reads. An unmarked sample above target says the
-        delay is not this flow's queue (no switch marked it), so it is pulled towards a quarter
-        of the base RTT instead ([htsim] update_delay)."""
-        g = self.p.delay_ewma
-        sample = 0.25 * self.base_rtt_ps if not marked and delay_ps > self.target_ps else delay_ps
-        self.avg_delay_ps = g * sample + (1 - g) * self.avg_delay_ps
-
-    def _quick_adapt(self, loss: bool, marked: bool, delay_ps: float, now: int) -> bool:
-        """True when quick adapt took this signal (cut the window, or ignored the marked ACK
-        of bytes that were in flight at the last cut): no other reaction then."""
-        if not self.p.quick_adapt:
-            return False
-        done = False
-        if self.ignored < self.to_ignore and marked:
-            done = True
-        elif now > self.qa_end_ps:
-            if (
-                self.qa_end_ps
-                and (self.trigger_qa or loss or delay_ps > self.qa_threshold_ps)
-                and self.achieved < self.max_cwnd / (1 << self.p.qa_gate)
-            ):
-                self.cwnd = max(float(self.achieved), self.min_cwnd)
-                self.to_ignore = self.qp.inflight_bytes()
-                self.ignored = 0
-                self.trigger_qa = False
-                self.quick_adapts += 1
-                done = True
-            self.achieved = 0
-            self.qa_end_ps = now + int(self.base_rtt_ps + self.target_ps)
-        if done:
-            self.inc = 0.0
-            self.received = 0
-        return done
-
-    def _apply(self) -> None:
-        cwnd = min(max(self.cwnd, self.min_cwnd), self.max_cwnd)
-        self.cwnd = cwnd
-        self.qp.set_cwnd_bytes(int(cwnd))
-
-    # --- hooks ----------------------------------------------------------------------------
-    def on_ack(self, pkt: Packet) -> None:
-        qp = self.qp
-        now = qp.sim.now
-        sack = qp.sack
-        count = sack.count if sack is not None else pkt.psn
-        newly = 0
-        if count > self.heard:
-            newly = (count - self.heard) * self.frame_bytes
-            self.heard = count
-            self.achieved += newly
-            self.received += newly
-            self.ignored += newly
-        marked = bool(pkt.ecn)
-        rtt = float(now - pkt.sent_ps)
-        if rtt < self.base_rtt_ps:
-            self._lower_base_rtt(rtt)
-        delay = rtt - self.base_rtt_ps
-        self._smooth_delay(delay, marked)
-        if self._quick_adapt(False, marked, delay, now):
-            self._apply()
-            return
-        target = self.target_ps
-        if not marked:
-            if delay >= target:
-                self.inc += self.fi * newly
-                self.fair += 1
-            else:
-                if delay < self.p.fast_increase_delay_ps:
-                    self.fi_count += newly
-                    if self.fi_count > self.cwnd or self.increasing:
-                        self.cwnd += newly * self.fi_scale
-                        self.increasing = True
-                        self.fast += 1
-                else:
-                    self.fi_count = 0
-                    self.increasing = False
-                if not self.increasing:
-                    self.inc += self.alpha * newly * (target - delay)
-                    self.proportional += 1
-        elif delay >= target:
-            self.increasing = False
-            self.fi_count = 0
-            avg = self.avg_delay_ps
-            if avg > target and now - self.last_dec_ps > self.base_rtt_ps:
-                self.cwnd *= max(1 - self.p.gamma * (avg - target) / avg, self.p.md_floor)
-                self.last_dec_ps = now
-                self.decreases += 1
-        self.cwnd = min(max(self.cwnd, self.min_cwnd), self.max_cwnd)
-        since = now - self.last_adjust_ps
-        if self.received > self.adjust_bytes or since > self.network_rtt_ps:
-            self.cwnd += self.inc / self.cwnd
-            if since >= self.network_rtt_ps:
-                self.cwnd += self.eta
-                self.last_adjust_ps = now
-            self.inc = 0.0
-            self.received = 0
-        self._apply()
-
-    def on_nack(self, pkt: Packet) -> None:
-        if not self.reacts_to_nack:
-            return
-        qp = self.qp
-        psn = pkt.sack_psn
-        sack = qp.sack
-        if psn < qp.snd_una or (sack is not None and sack.holds(psn)):
-            return  # answered meanwhile: uet-htsim finds no send record and ignores it
-        now = qp.sim.now
-        rtt = float(now - pkt.sent_ps)
-        if rtt < self.base_rtt_ps:
-            self._lower_base_rtt(rtt)
-        self.ignored += self.frame_bytes
-        # A trim means a full queue: the smoothed delay takes one network RTT as its sample.
-        self._smooth_delay(self.network_rtt_ps, True)
-        self.trigger_qa = True
-        if not self._quick_adapt(True, True, 0.0, now):
-            self.cwnd -= self.frame_bytes
-            self.nack_cuts += 1
-        self._apply()
-
-    def on_timeout(self) -> None:
-        self.cwnd -= self.frame_bytes
-        self._apply()
