@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field
 
+from spraylab.core._core import DctcpKernel  # compiled: core/cc_dctcp.pxi
 from spraylab.model.types import Section, param, to_params
 from spraylab.transport.cc.base import CongestionControl, line_rate_bdp_packets, register_cc
 
 if TYPE_CHECKING:
-    from spraylab.net.packet import Packet
     from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
 
@@ -90,35 +90,29 @@ def dctcp_k_bytes_per_100g(base_rtt_ps: float) -> float:
 
 
 @register_cc
-class Dctcp(CongestionControl):
+class Dctcp(DctcpKernel, CongestionControl):
     """Per-QP DCTCP state: the window ``w`` (packets), ``alpha``, the current observation
     window's acknowledged and marked packets and the PSNs that end the observation window and
-    the last cut's window."""
+    the last cut's window.
+
+    The per-ACK rule (count, estimate, cut, increase) is the compiled kernel's, ``DctcpKernel``
+    in ``core/cc_dctcp.pxi``, which the queue pair calls directly; this class sets its fields
+    up once per queue pair."""
 
     name = "dctcp"
     summary = "DCTCP: ECN window control, alpha from the marked fraction per window (g = 1/16)"
     params_section: ClassVar[str] = "dctcp"
-    # The fluid engines run it at max-min fair rates: equal flows on a bottleneck converge to
-    # equal windows under its AIMD (Chiu and Jain; tests/test_dctcp.py), as under DCQCN.
     fluid_engine = True
 
-    __slots__ = (
-        "qp",
-        "p",
-        "w",
-        "w_max",
-        "alpha",
-        "acked",
-        "marked",
-        "window_end_psn",
-        "cut_end_psn",
-        "cuts",
-    )
+    __slots__ = ("p",)
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
-        self.qp = qp
+        super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
         self.p = params = transport.dctcp
-        # one BDP at line rate in full frames: the start window and the largest useful one
+        # the parameters the rule reads, as the kernel's own fields
+        self.g = params.g
+        self.ai_packets = params.ai_packets
+        self.min_window_packets = params.min_window_packets
         self.w_max = max(params.min_window_packets, line_rate_bdp_packets(qp, line_rate_bps))
         self.w = self.w_max
         self.alpha = params.alpha_init
@@ -128,30 +122,3 @@ class Dctcp(CongestionControl):
         self.cut_end_psn = -1  # no cut yet
         self.cuts = 0
         qp.set_window(math.floor(self.w))
-
-    def on_ack(self, pkt: Packet) -> None:
-        qp = self.qp
-        cum = pkt.psn
-        acked = cum - qp.snd_una  # called before the queue pair applies the cumulative ACK
-        if acked < 0:
-            acked = 0
-        p = self.p
-        self.acked += acked
-        if pkt.ecn:
-            self.marked += acked
-        # The estimate first (RFC 8257 section 3.3 updates alpha before it reacts to the ACK).
-        if cum > self.window_end_psn and self.acked:
-            self.alpha = (1 - p.g) * self.alpha + p.g * self.marked / self.acked
-            self.acked = self.marked = 0
-            self.window_end_psn = qp.snd_nxt
-        w = self.w
-        if pkt.ecn:
-            if cum > self.cut_end_psn:
-                w = max(p.min_window_packets, w * (1 - self.alpha / 2))
-                self.cut_end_psn = qp.snd_nxt
-                self.cuts += 1
-        elif acked and cum > self.cut_end_psn:
-            w = min(self.w_max, w + p.ai_packets * acked / w)
-        if w != self.w:
-            self.w = w
-            qp.set_window(math.floor(w))

@@ -35,16 +35,13 @@ from typing import TYPE_CHECKING, ClassVar
 
 from pydantic import Field, model_validator
 
+from spraylab.core._core import SwiftKernel  # compiled: core/cc_swift.pxi
 from spraylab.model.types import Bytes, PositiveTimePs, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, line_rate_bdp_packets, register_cc, switch_hops
 
 if TYPE_CHECKING:
-    from spraylab.net.packet import Packet
     from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
-
-PS_PER_S = 1e12
-PS_BITS = 8 * PS_PER_S  # ps per byte at 1 bit/s
 
 # The paper (Algorithm 1, section 3) defines the formulas; the numbers below are those of
 # Broadcom's htsim Swift model (csg-htsim sim/swift.cpp, the SwiftSrc constructor), the public
@@ -121,9 +118,13 @@ SWIFT_SECTION_FIELD = Field(
 
 
 @register_cc
-class Swift(CongestionControl):
+class Swift(SwiftKernel, CongestionControl):
     """Per-QP Swift state: the window ``cwnd`` (packets, fractional), the fixed part of the
-    target (base and hops) and the time of the last decrease."""
+    target (base and hops) and the time of the last decrease.
+
+    The per-ACK rule (target, increase, decrease, pacing below one frame) is the compiled
+    kernel's, ``SwiftKernel`` in ``core/cc_swift.pxi``, which the queue pair calls directly
+    (``target_ps(cwnd)`` too); this class sets its fields up once per queue pair."""
 
     name = "swift"
     summary = "Swift: delay-based window (target = base + hops + flow scaling), AI/MD on the RTT"
@@ -132,26 +133,10 @@ class Swift(CongestionControl):
     # equal windows under its AIMD (Chiu and Jain; tests/test_swift.py), as under DCQCN.
     fluid_engine = True
 
-    __slots__ = (
-        "qp",
-        "p",
-        "line_rate_bps",
-        "frame_bytes",
-        "hops",
-        "fixed_target_ps",
-        "fs_a",
-        "fs_b",
-        "cwnd",
-        "min_cwnd",
-        "last_decrease_ps",
-        "paced",
-        "decreases",
-        "last_delay_ps",
-        "last_target_ps",
-    )
+    __slots__ = ("p",)
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
-        self.qp = qp
+        super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
         self.p = p = transport.swift
         self.line_rate_bps = line_rate_bps
         self.frame_bytes = qp.full_wire_bytes
@@ -160,6 +145,12 @@ class Swift(CongestionControl):
         self.fs_a = p.fs_range_ps / (1 / math.sqrt(p.fs_min_cwnd) - 1 / math.sqrt(p.fs_max_cwnd))
         self.fs_b = -self.fs_a / math.sqrt(p.fs_max_cwnd)
         self.min_cwnd = p.min_cwnd_bytes / self.frame_bytes
+        # the parameters the rule reads, as the kernel's own fields
+        self.fs_range_ps = p.fs_range_ps
+        self.max_cwnd = p.max_cwnd
+        self.ai = p.ai
+        self.beta = p.beta
+        self.max_mdf = p.max_mdf
         self.cwnd = min(max(line_rate_bdp_packets(qp, line_rate_bps), 1.0), p.max_cwnd)
         self.last_decrease_ps = -(1 << 62)
         self.paced = False
@@ -167,41 +158,3 @@ class Swift(CongestionControl):
         self.last_delay_ps = 0
         self.last_target_ps = 0.0
         qp.set_window(math.floor(self.cwnd))
-
-    def target_ps(self, cwnd: float) -> float:
-        """Base + hops + flow scaling at window ``cwnd``."""
-        fs = self.fs_a / math.sqrt(cwnd) + self.fs_b
-        return self.fixed_target_ps + min(max(fs, 0.0), float(self.p.fs_range_ps))
-
-    def on_ack(self, pkt: Packet) -> None:
-        qp = self.qp
-        now = qp.sim.now
-        delay = now - pkt.sent_ps
-        acked = pkt.psn - qp.snd_una  # called before the queue pair applies the cumulative ACK
-        p = self.p
-        cwnd = self.cwnd
-        target = self.target_ps(cwnd)
-        self.last_delay_ps = delay
-        self.last_target_ps = target
-        if delay < target:
-            if acked <= 0:
-                return
-            cwnd += p.ai * acked / cwnd if cwnd >= 1 else p.ai * acked
-        elif now - self.last_decrease_ps >= delay:
-            cwnd *= max(1 - p.beta * (delay - target) / delay, 1 - p.max_mdf)
-            self.last_decrease_ps = now
-            self.decreases += 1
-        else:
-            return
-        cwnd = min(max(cwnd, self.min_cwnd), p.max_cwnd)
-        self.cwnd = cwnd
-        if cwnd < 1:
-            # pacing_delay = rtt / cwnd: one frame per that long
-            qp.set_rate(min(float(self.line_rate_bps), cwnd * self.frame_bytes * PS_BITS / delay))
-            self.paced = True
-            qp.set_window(1)
-        else:
-            if self.paced:
-                qp.set_rate(float(self.line_rate_bps))
-                self.paced = False
-            qp.set_window(math.floor(cwnd))
