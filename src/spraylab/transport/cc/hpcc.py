@@ -27,19 +27,18 @@ in docs/congestion-control.md.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 from weakref import WeakKeyDictionary
 
 from pydantic import Field
 
+from spraylab.core._core import HpccKernel  # compiled: core/cc_hpcc.pxi
 from spraylab.model.types import RateBps, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, register_cc
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
-    from spraylab.net.packet import Packet
     from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
 
@@ -121,9 +120,13 @@ def fabric_base_rtt_ps(net: Network, mtu_bytes: int) -> float:
 
 
 @register_cc
-class Hpcc(CongestionControl):
+class Hpcc(HpccKernel, CongestionControl):
     """Per-QP HPCC state: the reference window ``wc_bytes``, the smoothed utilization ``u``,
-    the additive-increase stage and the last INT sample of every port seen."""
+    the additive-increase stage and the last INT sample of every port seen.
+
+    The per-ACK rule (Algorithm 1 above) is the compiled kernel's, ``HpccKernel`` in
+    ``core/cc_hpcc.pxi``, which the queue pair calls directly; this class sets its fields up
+    once per queue pair."""
 
     name = "hpcc"
     summary = "HPCC: window and rate from switch in-band telemetry (eta, maxStage, W_AI)"
@@ -133,29 +136,13 @@ class Hpcc(CongestionControl):
     fluid_engine = False
     params_section: ClassVar[str] = "hpcc"
 
-    __slots__ = (
-        "qp",
-        "p",
-        "base_rtt_ps",
-        "line_rate_bps",
-        "frame_bytes",
-        "w_max_bytes",
-        "w_min_bytes",
-        "w_ai_bytes",
-        "wc_bytes",
-        "w_bytes",
-        "u",
-        "inc_stage",
-        "last_update_psn",
-        "samples",
-        "updates",
-    )
+    __slots__ = ("p",)
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
         from spraylab.net.routes import trace_route
 
+        super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
         params = transport.hpcc
-        self.qp = qp
         self.p = params
         base_rtt = float(params.base_rtt_ps)
         if not base_rtt:
@@ -170,67 +157,13 @@ class Hpcc(CongestionControl):
         self.w_max_bytes = line_rate_bps * bytes_per_bps  # W_init: one BDP at line rate
         self.w_min_bytes = min(params.min_rate_bps, line_rate_bps) * bytes_per_bps
         self.w_ai_bytes = params.rate_ai_bps_per_100g * line_rate_bps / 100e9 * bytes_per_bps
+        # the parameters the rule reads, as the kernel's own fields
+        self.eta = params.eta
+        self.max_stage = params.max_stage
         self.wc_bytes = self.w_max_bytes
         self.w_bytes = self.w_max_bytes
         self.u = 1.0  # as the ns-3 model starts it
         self.inc_stage = 0
         self.last_update_psn = -1  # -1: no INT seen yet (the first ACK only sets the reference)
-        self.samples: dict[int, tuple[int, int, int]] = {}  # port id -> (qlen, tx bytes, ts)
         self.updates = 0  # reference-window updates (one per round trip)
-        self._apply(self.w_bytes)
-
-    def _apply(self, w_bytes: float) -> None:
-        """Send within ``w_bytes`` at ``w_bytes / T``."""
-        self.w_bytes = w_bytes
-        qp = self.qp
-        qp.set_rate(min(float(self.line_rate_bps), w_bytes * 8 * PS_PER_S / self.base_rtt_ps))
-        qp.set_window(math.ceil(w_bytes / self.frame_bytes))
-
-    def on_ack(self, pkt: Packet) -> None:
-        record = pkt.int_record
-        if record is None:  # the packet crossed no switch (e.g. an NVLink hop): nothing measured
-            return
-        samples = self.samples
-        if self.last_update_psn < 0:
-            for port_id, qlen, tx, ts, _ in record.hops():
-                samples[port_id] = (qlen, tx, ts)
-            self.last_update_psn = self.qp.snd_nxt
-            return
-        base_rtt = self.base_rtt_ps
-        u_max = -1.0
-        tau = 0
-        for port_id, qlen, tx, ts, rate in record.hops():
-            prev = samples.get(port_id)
-            if prev is None:
-                samples[port_id] = (qlen, tx, ts)
-                continue
-            dt = ts - prev[2]
-            if dt <= 0:  # this port's sample is not newer (a sprayed packet overtaken): skip it
-                continue
-            samples[port_id] = (qlen, tx, ts)
-            # bytes/ps over bytes/ps: the port's transmit rate and its standing queue drained
-            # over one T, each as a fraction of its capacity
-            u = ((tx - prev[1]) / dt + min(qlen, prev[0]) / base_rtt) * 8 * PS_PER_S / rate
-            if u > u_max:
-                u_max = u
-                tau = dt
-        update_reference = pkt.psn > self.last_update_psn
-        if update_reference:
-            self.last_update_psn = self.qp.snd_nxt
-        if u_max < 0:
-            return  # no port with two samples yet
-        tau = min(tau, base_rtt)
-        self.u = (self.u * (base_rtt - tau) + u_max * tau) / base_rtt
-        eta = self.p.eta
-        if self.u >= eta or self.inc_stage >= self.p.max_stage:
-            w = self.wc_bytes * eta / max(self.u, 1e-9) + self.w_ai_bytes
-            stage = 0
-        else:
-            w = self.wc_bytes + self.w_ai_bytes
-            stage = self.inc_stage + 1
-        w = min(max(w, self.w_min_bytes), self.w_max_bytes)
-        if update_reference:
-            self.wc_bytes = w
-            self.inc_stage = stage
-            self.updates += 1
-        self._apply(w)
+        self.apply(self.w_bytes)
