@@ -1,7 +1,9 @@
 """The RoCEv2 requester core (sender side of a reliable-connection queue pair), compiled:
-``spraylab.core``. Its recovery mode (``spraylab.transport.recovery``), congestion control
-(``spraylab.transport.cc``) and sender-side load balancer stay Python objects it calls through
-their hooks; the optional hooks are bound once per queue pair and cost nothing when unused."""
+``spraylab.core``. Its recovery mode (``spraylab.transport.recovery``) and sender-side load
+balancer stay Python objects it calls through their hooks, as is a congestion control written in
+Python (``spraylab.transport.cc``); the optional hooks are bound once per queue pair and cost
+nothing when unused. A built-in congestion control (or scheme) is a compiled kernel whose C hooks
+it calls directly (docs/core.md)."""
 
 from __future__ import annotations
 

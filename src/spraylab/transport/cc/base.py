@@ -15,6 +15,10 @@ its resends). What a congestion control may use of its queue pair: ``sim``, ``ne
 ``sack`` (the recovery's SACK view, or None), ``inflight_bytes()``, ``set_rate(rate_bps)``,
 ``set_window(packets)`` and ``set_cwnd_bytes(bytes)`` (a window in bytes over the bytes in
 flight).
+
+A control written in Python is called through these methods. The built-in ones are compiled
+kernels instead (``spraylab.transport.cc.kernel``): their class subclasses its kernel and this
+one, sets the kernel up once per queue pair, and the queue pair calls the kernel's C hooks.
 """
 
 from __future__ import annotations
