@@ -169,7 +169,7 @@ def test_nscc_queue_stays_near_the_target_delay() -> None:
 
 
 def _preset() -> Scenario:
-    from spraylab.cli import load_scenario
+    from spraylab.model.library import load_scenario
 
     return load_scenario("reps", {})
 

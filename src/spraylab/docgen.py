@@ -554,3 +554,7 @@ def column_dictionary() -> str:
             _table(HTSIM_LINE_DOCS, "field"),
         ]
     )
+
+
+# The pages ``spraylab docs PAGE`` prints, by name.
+PAGES = {"config": config_reference, "columns": column_dictionary}

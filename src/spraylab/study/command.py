@@ -45,7 +45,7 @@ def resolve_study(name: str | Path) -> Path:
     """A study file, or the name of a study packaged with spraylab (``validation``)."""
     from importlib import resources
 
-    from spraylab.cli import UsageError
+    from spraylab.cli.common import UsageError
 
     path = Path(name)
     if path.is_file():
@@ -59,7 +59,7 @@ def resolve_study(name: str | Path) -> Path:
 
 
 def _console() -> tuple[Any, Any]:
-    from spraylab.cli import console, err_console
+    from spraylab.cli.common import console, err_console
 
     return console, err_console
 
@@ -81,18 +81,14 @@ def run(
     reuse_other_versions: bool,
     profile: str | None,
 ) -> None:
-    from spraylab.cli import UsageError, run_with_progress
+    from spraylab.cli.common import UsageError, check_executor, run_with_progress
     from spraylab.results.store import Store, StoreError
     from spraylab.study.definition import Study
     from spraylab.study.run import run_study
-    from spraylab.sweeps.executors import EXECUTORS
     from spraylab.sweeps.sweep import plan
 
     console, err_console = _console()
-    if executor not in EXECUTORS:
-        raise UsageError(EXECUTORS.unknown(executor))
-    if address and executor != "ray":
-        raise UsageError("--address: only meaningful with --executor ray")
+    check_executor(executor, address)
     study = Study.load(resolve_study(study_file), profile)
     target = out or default_store(study)
     from spraylab.results.output import check_target
@@ -196,7 +192,7 @@ def render_command(
     stored runs. Points the store lacks show as "not run" and their claims as missing."""
     import json
 
-    from spraylab.cli import UsageError
+    from spraylab.cli.common import UsageError
     from spraylab.study.definition import Study
     from spraylab.study.render import RenderError, check_page_target, render, write_page
 
@@ -259,7 +255,7 @@ def validate(page: Path | None, only: list[str] | None, quick: bool, store: Path
     """``spraylab validate``: run the packaged validation study (``--quick``: its profile quick),
     print the verdicts, and render ``docs/validation.md`` when asked. Exit code 1 if a claim is
     not met."""
-    from spraylab.cli import UsageError
+    from spraylab.cli.common import UsageError
     from spraylab.study.definition import Study
     from spraylab.study.render import check_page_target, render, write_page
     from spraylab.study.run import run_study
