@@ -4,7 +4,7 @@ API (:func:`spraylab.load_scenario`, :mod:`spraylab.runs.watched`, :func:`sprayl
 
 One module per command group: :mod:`.runs` (``run``, ``compare``, ``demo``), :mod:`.sweeps`
 (``sweep``, ``report``, ``validate``), :mod:`.files` (``import``, ``export``, ``docs``, ``view``),
-:mod:`.listing` (``list``), :mod:`spraylab.study.command` (``study``); :mod:`.common` holds what
+:mod:`.listing` (``list``), :mod:`.study` (``study``); :mod:`.common` holds what
 they share and :func:`main` turns every kind of bad input into one ``error:`` line, exit code 2.
 """
 
@@ -45,7 +45,7 @@ __all__ = [
 
 def _add_commands() -> None:
     """Every command, in the order ``--help`` lists them."""
-    from spraylab.study.command import study_app
+    from spraylab.cli.study import study_app
 
     for name, command in (
         ("run", runs.run_command),

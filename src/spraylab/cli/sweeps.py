@@ -60,11 +60,11 @@ def sweep_command(
     """Run a sweep (the cartesian product of its axes) into a resumable results store; an
     interrupted sweep reruns only the missing runs. Exit code 1 if a run failed, 3 if a run
     stopped before its workload finished (it is stored as incomplete)."""
+    from spraylab.cli.study import run as run_study
     from spraylab.model.library import sweep_path
     from spraylab.results.output import check_target
     from spraylab.results.store import Store, StoreError
-    from spraylab.study.command import is_study_file
-    from spraylab.study.command import run as run_study
+    from spraylab.study.files import is_study_file
     from spraylab.sweeps.sweep import Sweep, plan, run_sweep
 
     if is_study_file(sweep):  # a study: its sweeps into one store (spraylab study run)
@@ -181,6 +181,6 @@ def validate_command(
 ) -> None:
     """Run the packaged validation study (the simulator against closed-form truths and its
     targets: DCQCN, hash, RailS) and render the validation page. Exit code 1 if a claim is not met."""
-    from spraylab.study.command import validate
+    from spraylab.cli.study import validate
 
     validate(out, split(only), quick, store)
