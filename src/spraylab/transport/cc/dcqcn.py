@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from spraylab.transport.cc.base import CongestionControl, register_cc
+from spraylab.transport.params import DcqcnParams, DcqcnSection
 
 if TYPE_CHECKING:
     from spraylab.transport.params import TransportParams
@@ -39,6 +40,9 @@ class Dcqcn(CongestionControl):
     summary = "DCQCN reaction point with ConnectX firmware timing (CNP-driven rate control)"
     uses_cnp = True
     params_section: ClassVar[str] = "dcqcn"
+    section_model = DcqcnSection
+    params_type = DcqcnParams
+    section_description = "DCQCN reaction-point parameters (docs/congestion-control.md)"
 
     __slots__ = (
         "qp",
@@ -63,7 +67,7 @@ class Dcqcn(CongestionControl):
     )
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
-        params = transport.dcqcn
+        params = transport.cc_params["dcqcn"]
         self.qp = qp
         self.p = params
         self.line_rate_bps = line_rate_bps

@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 from weakref import WeakKeyDictionary
 
-from pydantic import Field
-
 from spraylab.model.types import RateBps, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, register_cc
 
@@ -94,11 +92,6 @@ class HpccSection(Section):
         return to_params(self, HpccParams)
 
 
-HPCC_SECTION_FIELD = Field(
-    default=HpccSection(),
-    description="HPCC sender parameters, read when cc = 'hpcc' (docs/congestion-control.md)",
-)
-
 # The fabric's largest base RTT, per network (traced once).
 _FABRIC_RTT_PS: WeakKeyDictionary[Network, float] = WeakKeyDictionary()
 
@@ -132,6 +125,9 @@ class Hpcc(CongestionControl):
     # give), and its start-up burst and queue are outside their model.
     fluid_engine = False
     params_section: ClassVar[str] = "hpcc"
+    section_model = HpccSection
+    params_type = HpccParams
+    section_description = "HPCC sender parameters, read when cc = 'hpcc' (docs/congestion-control.md)"
 
     __slots__ = (
         "qp",
@@ -154,7 +150,7 @@ class Hpcc(CongestionControl):
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
         from spraylab.net.routes import trace_route
 
-        params = transport.hpcc
+        params = transport.cc_params["hpcc"]
         self.qp = qp
         self.p = params
         base_rtt = float(params.base_rtt_ps)

@@ -52,8 +52,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Field
-
 from spraylab.model.types import PositiveTimePs, RateBps, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, register_cc
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
@@ -189,12 +187,6 @@ class NsccSection(Section):
         return to_params(self, NsccParams)
 
 
-NSCC_SECTION_FIELD = Field(
-    default=NsccSection(),
-    description="NSCC sender parameters, read when cc = 'nscc' (docs/congestion-control.md)",
-)
-
-
 @register_cc
 class Nscc(CongestionControl):
     """Per-QP NSCC state: the window ``cwnd_bytes``, the base RTT, the smoothed delay and the
@@ -206,6 +198,9 @@ class Nscc(CongestionControl):
     # A window on delay and ECN, with a start-up at 1.5 BDP: outside the fluid engines' model.
     fluid_engine = False
     params_section: ClassVar[str] = "nscc"
+    section_model = NsccSection
+    params_type = NsccParams
+    section_description = "NSCC sender parameters, read when cc = 'nscc' (docs/congestion-control.md)"
 
     __slots__ = (
         "qp",
@@ -247,7 +242,7 @@ class Nscc(CongestionControl):
     )
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
-        p = transport.nscc
+        p = transport.cc_params["nscc"]
         self.qp = qp
         self.p = p
         net = qp.net

@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from spraylab.model.types import Bytes, PositiveTimePs, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, line_rate_bdp_packets, register_cc, switch_hops
@@ -114,12 +114,6 @@ class SwiftSection(Section):
         return to_params(self, SwiftParams)
 
 
-SWIFT_SECTION_FIELD = Field(
-    default=SwiftSection(),
-    description="Swift sender parameters, read when cc = 'swift' (docs/congestion-control.md)",
-)
-
-
 @register_cc
 class Swift(CongestionControl):
     """Per-QP Swift state: the window ``cwnd`` (packets, fractional), the fixed part of the
@@ -128,6 +122,9 @@ class Swift(CongestionControl):
     name = "swift"
     summary = "Swift: delay-based window (target = base + hops + flow scaling), AI/MD on the RTT"
     params_section: ClassVar[str] = "swift"
+    section_model = SwiftSection
+    params_type = SwiftParams
+    section_description = "Swift sender parameters, read when cc = 'swift' (docs/congestion-control.md)"
     # The fluid engines run it at max-min fair rates: equal flows on a bottleneck converge to
     # equal windows under its AIMD (Chiu and Jain; tests/test_swift.py), as under DCQCN.
     fluid_engine = True
@@ -152,7 +149,7 @@ class Swift(CongestionControl):
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
         self.qp = qp
-        self.p = p = transport.swift
+        self.p = p = transport.cc_params["swift"]
         self.line_rate_bps = line_rate_bps
         self.frame_bytes = qp.full_wire_bytes
         self.hops = switch_hops(qp)
