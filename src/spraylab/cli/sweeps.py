@@ -94,12 +94,8 @@ def sweep_command(
             highlight=False,
         )
     if dry_run:
-        done_keys = {p.key for p in planned.have}
-        unfinished = {p.key for p in planned.incomplete}
         for point in definition.points:
-            state = (
-                "incomplete" if point.key in unfinished else "done" if point.key in done_keys else "to run"
-            )
+            state = planned.state_of(point)
             console.print(f"  {point.key}  {state:<10}  {point.label}", markup=False, highlight=False)
         return
 
