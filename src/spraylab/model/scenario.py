@@ -7,9 +7,10 @@ and what is allowed (:mod:`spraylab.model.errors`).
 
 Sections with a kind are registered, one module per kind: topologies in ``spraylab.topology``
 (:data:`~spraylab.topology.base.TOPOLOGIES`), workloads in ``spraylab.workload.kinds``
-(:data:`~spraylab.workload.base.WORKLOADS`), load balancers in ``spraylab.lb``. The switch and
-transport sections mirror the dataclasses the simulator reads (``SwitchParams``,
-``TransportParams``, ``DcqcnParams``) and take their defaults from them.
+(:data:`~spraylab.workload.base.WORKLOADS`), load balancers in ``spraylab.lb``, congestion
+controls (with their own ``[transport.NAME]`` sections) in ``spraylab.transport.cc``. The switch
+and transport sections mirror the dataclasses the simulator reads (``SwitchParams``,
+``TransportParams``, each congestion control's ``params_type``) and take their defaults from them.
 """
 
 from __future__ import annotations
