@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 from simutil import US, make_net, run_flows, small_leaf_spine
 
+from spraylab.engine.simulator import Simulator
 from spraylab.net import framing
 from spraylab.net.framing import (
     ACK_WIRE_BYTES,
@@ -23,6 +24,8 @@ from spraylab.net.framing import (
     NACK_WIRE_BYTES,
     data_wire_bytes,
 )
+from spraylab.net.packet import DATA, Packet
+from spraylab.net.port import Port
 from spraylab.workload.flows import FlowSpec
 
 LINE_BPS = 400 * 10**9
@@ -90,3 +93,25 @@ def test_ack_frames_are_their_computed_size_on_the_wire() -> None:
     # Data direction: 300 full packets and one of 1000 B payload.
     data_bytes = 300 * data_wire_bytes(MTU) + 1000 + 82
     assert all(p.tx_bytes == data_bytes for p in used if p not in back)
+
+
+@pytest.mark.parametrize("rate_bps", [400 * 10**9, 7_200 * 10**9, 300 * 10**9, 12_000 * 10**9, 123_456_789])
+def test_serialization_is_the_exact_floor_of_size_over_rate(rate_bps: int) -> None:
+    """A frame of S bytes occupies a link of R bit/s for S x 8 / R seconds: floor(S x 8 x 10^12 /
+    R) whole picoseconds, exactly, for every rate (NVLink's 7.2 Tb/s is 10/9 ps per byte), and
+    still exactly when the link is busy far beyond 2^53 ps, where a double sum would lose the
+    picosecond."""
+    sim = Simulator(1)
+    port = Port(sim, "p", None, rate_bps, 0, None, None)
+    port.connect(None, lambda pkt: None)
+    busy = 2**60 + 1  # queued behind a backlog ending at an odd time no double holds
+    port.busy_until = busy
+    for size in (1, 9, 86, 4178, 4177, 9000):
+        port.send(Packet(DATA, None, 0, 1, 0, size, size, 0, 0, 0))
+        busy += size * 8 * 10**12 // rate_bps
+        assert port.busy_until == busy
+
+
+def test_a_link_rate_is_whole_bits_per_second() -> None:
+    with pytest.raises(ValueError, match="whole number of bits per second"):
+        Port(Simulator(1), "p", None, 400e9 + 0.5, 0, None, None)

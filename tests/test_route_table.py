@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from simutil import US, G, make_net, small_leaf_spine
 
+from spraylab.fluid.engine import network_streams
 from spraylab.fluid.routing import FluidFabric, packet_hash_array
 from spraylab.net import route_table
 from spraylab.net.route_table import RouteTable
@@ -128,16 +129,19 @@ def test_the_network_and_the_fluid_fabric_read_one_table() -> None:
     fabric = fat_tree(4, 100 * G, US)
     _, net = make_net(fabric)
     table = net.routing.table
-    ff = FluidFabric(fabric, [sw.salt for sw in net.switches.values()], table=table)
+    ff = FluidFabric(table)
     assert ff.table is table and ff.link_src is table.link_src and ff.link_dst is table.link_dst
     index = {id(p): lid for lid, p in enumerate(net.ports)}
     n = len(net.hosts)
     for s, switch in enumerate(net.switches.values()):
+        # the core forwards by link ids into the network's ports; the view lists those ports
+        assert switch.port_array.ports == net.ports and switch.salt == table.salt[s]
         g = table.group_ids(np.full(n, s), np.arange(n))
         ptr, links = table.group_ptr, table.group_links
         for h in range(n):
             installed = [index[id(p)] for p in switch.table[h]]
             assert installed == links[ptr[g[h]] : ptr[g[h] + 1]].tolist() == ff.candidates(s, h)
+            assert switch.group_ports(h) == installed
     for host in net.hosts:
         for d in range(n):
             assert index[id(host.route[d].port)] == table.first_link(host.id, d)
@@ -157,7 +161,7 @@ def test_a_reroute_is_one_new_version_for_both() -> None:
     version); a fluid fabric on that table sees the new groups at once."""
     fabric = small_leaf_spine(leaves=2, spines=2, hosts_per_leaf=1)
     sim, net = make_net(fabric)
-    ff = FluidFabric(fabric, [sw.salt for sw in net.switches.values()], table=net.routing.table)
+    ff = FluidFabric(net.routing.table)
     leaf0 = net.switches["leaf0"].index
     assert len(ff.candidates(leaf0, 1)) == 2
     version = net.routing.version
@@ -169,6 +173,23 @@ def test_a_reroute_is_one_new_version_for_both() -> None:
     (lid,) = ff.candidates(leaf0, 1)
     assert net.ports[lid].peer_owner.name == "spine1"
     assert list(net.switches["leaf0"].table[1]) == [net.ports[lid]]
+    assert net.switches["leaf0"].group_ports(1) == [lid]  # the core's arrays were rewritten
+
+
+def test_both_engines_hash_with_one_salt_array() -> None:
+    """The salts are one draw per switch from the stream the run derives after the flows' and
+    the ECN marking's (``Simulator.derive_rng``): a network and the fluid engine's streams on
+    the same seed hold the same ``RouteTable.salt``, each switch hashes with its entry, and
+    another seed gives other salts (64 random bits: equal by chance with probability 2^-64)."""
+    fabric = fat_tree(4, 100 * G, US)
+    _, net = make_net(fabric, seed=5)
+    _, _, table = network_streams(5, fabric)
+    assert table.salt.dtype == np.uint64 and len(table.salt) == len(fabric.switch_tier)
+    assert table.salt.tolist() == net.routing.table.salt.tolist()
+    assert [sw.salt for sw in net.switches.values()] == table.salt.tolist()
+    assert FluidFabric(table)._salt_array()[: table.n_switches].tolist() == table.salt.tolist()
+    _, _, other = network_streams(6, fabric)
+    assert other.salt.tolist() != table.salt.tolist()
 
 
 def test_gpus_reach_their_server_over_nvlink_and_the_rest_over_their_rail_nic() -> None:

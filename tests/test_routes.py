@@ -7,11 +7,13 @@ place, so a group keeps its identity and gets a new version and cleared state.""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
 from simutil import US, make_net, small_leaf_spine
 
 from spraylab.net.packet import DATA, Packet
 from spraylab.net.routes import RouteGroup, hop_hash, trace_route
-from spraylab.net.switch import ecmp_select
+from spraylab.net.switch import PortArray, Switch, ecmp_select
 from spraylab.topology.fat_tree import fat_tree
 
 G = 1_000_000_000
@@ -62,6 +64,87 @@ def test_groups_shared_per_destination_tor_and_reinstalled_in_place() -> None:
     assert group.version > version and group.state is None
     assert len(group) == 3 and all(p.peer_owner.name != "spine0" for p in group)
     assert trace_route(net, 0, 4).paths == 3
+
+
+def test_a_route_group_is_a_read_only_view() -> None:
+    """The core forwards by its arrays, not by the view: writing to a view would make the two
+    disagree, so every list mutator refuses, and the switch keeps forwarding as routed."""
+    _, net = make_net(small_leaf_spine(leaves=2, spines=2, hosts_per_leaf=1))
+    leaf0 = net.switches["leaf0"]
+    group = leaf0.table[1]
+    before = list(group)
+    for mutate in (
+        lambda: group.__setitem__(0, before[1]),
+        lambda: group.__delitem__(0),
+        lambda: group.append(before[0]),
+        lambda: group.extend(before),
+        lambda: group.insert(0, before[0]),
+        lambda: group.pop(),
+        lambda: group.remove(before[0]),
+        lambda: group.clear(),
+        lambda: group.sort(key=id),
+        lambda: group.reverse(),
+    ):
+        with pytest.raises(TypeError, match="read-only"):
+            mutate()
+    assert list(group) == before
+    with pytest.raises(TypeError):
+        leaf0.table[1] = []  # the table is a tuple of views
+
+
+class _Recorder:
+    """A stand-in egress: records what the switch sends through it."""
+
+    def __init__(self) -> None:
+        self.sent: list[Packet] = []
+
+    def send(self, pkt: Packet) -> None:
+        self.sent.append(pkt)
+
+    send_control = send
+
+
+def test_forwarding_reads_the_arrays_of_a_hand_made_table() -> None:
+    """A table set by hand is copied into the switch's arrays: entries given as one list are one
+    group (one view, the same object for both destinations), and ECMP forwarding from the arrays
+    picks candidate ``hop_hash(hash, salt) % n``, the index ``ecmp_select`` picks on the view;
+    a Python selector gets the view itself."""
+    sim, _ = make_net(small_leaf_spine(leaves=2, spines=1, hosts_per_leaf=1))
+    salt = 0x9E3779B97F4A7C15
+    switch = Switch(sim, "s", 0, 1, salt)
+    ports = [_Recorder() for _ in range(3)]
+    shared = RouteGroup(ports)
+    switch.table = [shared, shared, [ports[1]]]
+    assert switch.table[0] is switch.table[1] is shared and switch.group_ports(1) == [0, 1, 2]
+    assert switch.group_ports(2) == [1]
+    for h in range(60):
+        pkt = Packet(DATA, None, 2, h % 2, h, 100, 100, 0, h * 0x1234567, 0)
+        switch.forward(pkt)
+        chosen = ports[hop_hash(pkt.hash, salt) % 3]
+        assert chosen.sent[-1] is pkt and ecmp_select(switch, pkt, shared) is chosen
+    seen = []
+    switch.select = lambda sw, pkt, cands: seen.append(cands) or cands[2]
+    switch.forward(Packet(DATA, None, 2, 0, 0, 100, 100, 0, 0, 0))
+    assert seen == [shared] and seen[0] is shared
+    switch.forward(Packet(DATA, None, 2, 2, 0, 100, 100, 0, 0, 0))  # one candidate: no choice
+    assert len(seen) == 1
+
+
+def test_install_refuses_arrays_forwarding_could_not_read() -> None:
+    """Forwarding reads the arrays unchecked, so installing checks them once: a candidate must
+    index the port array and every destination must name a group."""
+    sim, _ = make_net(small_leaf_spine(leaves=2, spines=1, hosts_per_leaf=1))
+    switch = Switch(sim, "s", 0, 1)
+    ports = PortArray([_Recorder(), _Recorder()])
+    i32 = np.int32
+    ptr = np.array([0, 1], dtype=i32)
+    with pytest.raises(ValueError, match="port index 2 outside 0..1"):
+        switch.install_routes(ports, np.zeros(1, i32), ptr, np.array([2], i32), [RouteGroup()], 1, 0)
+    with pytest.raises(ValueError, match=r"fib\[0\] = 1 is no group"):
+        switch.install_routes(ports, np.ones(1, i32), ptr, np.array([1], i32), [RouteGroup()], 1, 0)
+    group = RouteGroup()
+    switch.install_routes(ports, np.zeros(1, i32), ptr, np.array([1], i32), [group], 7, 42)
+    assert list(group) == [ports.ports[1]] and group.version == 7 and switch.salt == 42
 
 
 def test_trace_reports_unreachable() -> None:

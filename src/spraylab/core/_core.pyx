@@ -18,10 +18,11 @@ import time
 from collections import deque
 from heapq import heappop, heappush
 
-from cpython.list cimport PyList_Check, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.list cimport PyList_GET_ITEM, PyList_SetSlice
+from cpython.pyport cimport PY_SSIZE_T_MAX
 from cython.operator cimport dereference as deref, preincrement as inc
 from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF, PyObject
-from libc.stdint cimport int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint64_t
 from libcpp.deque cimport deque as cdeque
 from libcpp.unordered_map cimport unordered_map
 from libcpp.utility cimport pair

@@ -18,9 +18,26 @@
 # when the packet arrives at the far end, from the same send log dequeue marking reads
 # (``busy_log``). Elsewhere ``int_port_id`` is -1 and the data path pays one test per packet.
 #
-# Serialization times are ``size * ps_per_byte`` in doubles (an integer value for the usual
-# rates: 400G is 20 ps per byte), truncated to whole picoseconds, exactly as the reference
-# Python engine computed them (int * int is exact below 2^53, as every time here is).
+# Serialization times are exact integers: a link's rate is whole bits per second, and ``size``
+# bytes take ``floor(size x 8 x 10^12 / rate_bps)`` ps, computed as ``size x per_byte_ps +
+# floor(size x per_byte_rem / rate_bps)`` (the quotient and remainder of 8 x 10^12 / rate_bps),
+# the product in 128 bits. For the usual rates the remainder is 0 (400G: 20 ps per byte) and this
+# is one multiplication; for others (NVLink's 7.2 Tb/s: 10/9 ps per byte) every frame is the
+# exact floor whatever the compiler, where a double product could land on either side of an
+# integer. A queue's length in bytes (``backlog / per_byte``) stays a double division.
+
+
+cdef extern from *:
+    ctypedef long long int128_t "__int128"  # gcc's 128-bit integer: size x remainder never overflows
+
+PS_BITS_INT = 8_000_000_000_000  # ps per byte at 1 bit/s
+
+
+cdef inline int64_t ser_ps(Port port, int64_t size) noexcept:
+    """Serialization time of ``size`` bytes on ``port``, exact (see the comment above)."""
+    if port.per_byte_rem == 0:
+        return size * port.per_byte_ps
+    return size * port.per_byte_ps + <int64_t>((<int128_t>size * port.per_byte_rem) // port.rate_int)
 
 
 cdef class Port:
@@ -42,6 +59,7 @@ cdef class Port:
     cdef public double pmax, mark_slope, kmin_ps
     cdef double per_byte
     cdef object per_byte_value
+    cdef int64_t rate_int, per_byte_ps, per_byte_rem  # exact serialization (see above)
     # Dequeue marking and INT on a lossy port (``arrive_queued``): (enqueue time, busy_until
     # after it) of every send since the oldest data packet still to be judged or stamped.
     cdef cdeque[pair[int64_t, int64_t]] busy_log
@@ -127,7 +145,11 @@ cdef class Port:
         self.receive_at_peer = receive
 
     def set_rate(self, rate_bps) -> None:
+        if rate_bps != int(rate_bps) or rate_bps < 1:
+            raise ValueError(f"link rate {rate_bps!r} bps: a link's rate is a whole number of bits per second >= 1")
         self.rate_bps = rate_bps
+        self.rate_int = int(rate_bps)
+        self.per_byte_ps, self.per_byte_rem = divmod(PS_BITS_INT, self.rate_int)
         self.per_byte_value = ps_per_byte(rate_bps)
         self.per_byte = self.per_byte_value
         self.kmin_ps = kmin_span_ps(self.kmin, self.per_byte_value)
@@ -206,7 +228,7 @@ cdef class Port:
         if self.int_port_id >= 0 and pkt.kind == DATA:
             # starts at ``busy``; the queue behind it then is filled in at its arrival
             int_slot = self._int_stamp(pkt, busy, 0)
-        depart = <int64_t>(<double>busy + <double>size * self.per_byte)
+        depart = busy + ser_ps(self, size)
         self.busy_until = depart
         self.tx_bytes += size
         self.tx_packets += 1
@@ -263,7 +285,7 @@ cdef class Port:
             # is Kmin's serialization time or just below it: entering the search changes no
             # decision.) INT needs the queue whatever its size.
             if stamps or self.busy_until - depart > self.kmin_ps or self.busy_log.size() > 32:
-                start = <double>depart - <double>pkt.size * self.per_byte
+                start = <double>(depart - ser_ps(self, pkt.size))
                 while self.busy_log.size() > 1 and <double>self.busy_log[1].first < start:
                     self.busy_log.pop_front()
                 behind = (self.busy_log[0].second - depart) / self.per_byte
@@ -290,7 +312,7 @@ cdef class Port:
         pkt.via = self
         if self.buffer is not None:
             self.buffer.added_bytes += size
-        ser = <int64_t>(<double>size * self.per_byte)
+        ser = ser_ps(self, size)
         busy = self.busy_until
         self.busy_until = (busy if busy > now else now) + ser
         if self.marks_pending:
@@ -379,7 +401,7 @@ cdef class PfcPort(Port):
         cdef Simulator sim = self.sim
         cdef int64_t now = sim.now
         self.transmitting = True
-        cdef int64_t done = now + <int64_t>(<double>pkt.size * self.per_byte)
+        cdef int64_t done = now + ser_ps(self, pkt.size)
         self.busy_until = done
         self.tx_bytes += pkt.size
         self.tx_packets += 1

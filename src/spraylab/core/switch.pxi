@@ -101,18 +101,76 @@ cdef class SharedBuffer:
         return limit <= self.alpha * (self.capacity_bytes - used)
 
 
+cdef class PortArray:
+    """Ports as one C array of pointers, so a route group names its candidates by index: entry
+    ``l`` of a network's array is directed link ``l`` (``Network.ports[l]``, the route table's
+    link ids). The list ``ports`` owns the references the pointers borrow; the array never
+    changes after it is built."""
+
+    cdef vector[PyObject*] ptrs
+    cdef readonly list ports
+
+    def __init__(self, ports) -> None:
+        self.ports = list(ports)
+        self.ptrs.reserve(len(self.ports))
+        for port in self.ports:
+            self.ptrs.push_back(<PyObject*>port)
+
+    def __len__(self) -> int:
+        return len(self.ports)
+
+
+class RouteGroup(list):
+    """Equal-cost egress ports of one switch toward one destination: the read-only Python view
+    of a route group the switch forwards by as port indices (``Switch.install_routes``). Python
+    selectors receive it as ``cands``; ``version`` is the routing version it was installed at
+    and ``state`` a scheme's per-group memory (cleared at every install). It is a list of
+    ports, read as one (indexing, ``len``, iteration, ``random.sample``); writing to it would
+    not reach the core's arrays, so every mutator raises."""
+
+    __slots__ = ("version", "state")
+
+    def __init__(self, ports=(), version: int = 0) -> None:
+        list.__init__(self, ports)
+        self.version = version
+        self.state = None
+
+    def _read_only(self, *args, **kwargs):
+        raise TypeError(
+            "RouteGroup is a read-only view of a switch's route group: install routes with "
+            "Switch.install_routes or set Switch.table"
+        )
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _read_only
+    append = extend = insert = pop = remove = clear = sort = reverse = _read_only
+
+
+cdef int _fill_group(object group, list ports, int64_t version) except -1:
+    # The core writes a view's ports below the read-only mutators (C API on the list itself).
+    if PyList_SetSlice(group, 0, PY_SSIZE_T_MAX, ports) < 0:
+        raise TypeError("route group views must be lists")
+    group.version = version
+    group.state = None
+    return 0
+
+
 cdef class Selector:
-    """A switch-side load balancer compiled into the core: ``choose`` picks the egress among
-    a packet's equal-cost candidates (two or more) without a Python call. Calling the object
-    does the same from Python (``selector(switch, pkt, cands)``), so a built-in selector and a
-    plain Python function ``(switch, pkt, cands) -> Port`` are interchangeable as
+    """A switch-side load balancer compiled into the core: ``choose`` returns the index of the
+    egress among a packet's ``n`` equal-cost candidates (two or more) without a Python call and
+    without touching a Python object of the group: ``cands[0:n]`` are the candidates' indices
+    into ``switch.port_array`` and ``group`` the switch's local group id (for per-group state in
+    C arrays). Calling the object does the same from Python (``selector(switch, pkt, cands)``
+    returns ``cands[choose(...)]``; there ``group`` is -1 and ``cands`` NULL, so a compiled
+    selector that reads its candidates must override ``__call__``), so a built-in selector and
+    a plain Python function ``(switch, pkt, cands) -> Port`` are interchangeable as
     ``Switch.select``."""
 
-    cdef object choose(self, Switch switch, Packet pkt, object cands):
+    cdef Py_ssize_t choose(self, Switch switch, Packet pkt, int32_t group, const int32_t* cands,
+                           Py_ssize_t n) except -1:
         raise NotImplementedError
 
     def __call__(self, Switch switch, Packet pkt, cands) -> Port:
-        return self.choose(switch, pkt, cands)
+        return cands[self.choose(switch, pkt, -1, NULL, len(cands))]
 
 
 cdef inline uint64_t c_hop_hash(uint64_t pkt_hash, uint64_t seed) noexcept nogil:
@@ -124,15 +182,16 @@ cdef inline uint64_t c_hop_hash(uint64_t pkt_hash, uint64_t seed) noexcept nogil
 
 
 cdef class HashSelect(Selector):
-    """ECMP: the switch's seeded hash of the packet's header hash (``routes.hop_hash``)."""
+    """ECMP: the switch's seeded hash of the packet's header hash (``routes.hop_hash``), the
+    seed being the switch's salt from the route table (``RouteTable.salt``)."""
 
-    cdef object choose(self, Switch switch, Packet pkt, object cands):
-        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
-        return <object>PyList_GET_ITEM(cands, <Py_ssize_t>(c_hop_hash(pkt.hash, switch.salt) % <uint64_t>n))
+    cdef Py_ssize_t choose(self, Switch switch, Packet pkt, int32_t group, const int32_t* cands,
+                           Py_ssize_t n) except -1:
+        return <Py_ssize_t>(c_hop_hash(pkt.hash, switch.salt) % <uint64_t>n)
 
 
 cdef class UniformSelect(Selector):
-    """A uniformly random candidate per packet: ``cands[int(random() * n)]``, drawing from
+    """A uniformly random candidate per packet: index ``int(random() * n)``, drawing from
     ``random`` (a ``random.Random``'s bound ``random``), the draw the Python form makes."""
 
     cdef readonly object random
@@ -140,34 +199,46 @@ cdef class UniformSelect(Selector):
     def __init__(self, random) -> None:
         self.random = random
 
-    cdef object choose(self, Switch switch, Packet pkt, object cands):
-        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
+    cdef Py_ssize_t choose(self, Switch switch, Packet pkt, int32_t group, const int32_t* cands,
+                           Py_ssize_t n) except -1:
         cdef double draw = self.random()
-        return <object>PyList_GET_ITEM(cands, <Py_ssize_t>(draw * n))
+        return <Py_ssize_t>(draw * n)
 
 
 ecmp_select = HashSelect()
 
 
 cdef class Switch:
-    """Forwards by destination host: ``table[dst]`` is the route group (the equal-cost egress
-    ports, see ``spraylab.net.routes``).
+    """Forwards by destination host through C arrays: ``fib[dst]`` is a local route group,
+    whose equal-cost candidates are ``group_ports[group_ptr[g]:group_ptr[g + 1]]``, indices
+    into ``port_array`` (the network's ports by directed link id). Routing writes them at
+    set-up and at every recomputation (``install_routes``); ``table`` is their Python view
+    (``table[dst]`` the group's :class:`RouteGroup`).
 
     ``select`` is the load balancer's per-packet choice (ECMP unless a scheme installs its
-    own): a compiled :class:`Selector` or any Python callable ``(switch, pkt, cands) -> Port``.
-    A ToR ``program`` (ToR-assisted spraying, flowlets) sees every packet first and returns
-    False when it consumed (held or dropped) the packet."""
+    own): a compiled :class:`Selector`, which picks an index without a Python call, or any
+    Python callable ``(switch, pkt, cands) -> Port``, given the group's view. ``salt`` is the
+    switch's ECMP hash seed, the switch's entry of ``RouteTable.salt`` (installed with the
+    routes). A ToR ``program`` (ToR-assisted spraying, flowlets) sees every packet first and
+    returns False when it consumed (held or dropped) the packet."""
 
     cdef public Simulator sim
     cdef public object name, program, hosts, ports, uplinks
     cdef public int index, tier
-    cdef public uint64_t salt
-    cdef list _table
+    cdef readonly uint64_t salt
     cdef public SharedBuffer buffer
     cdef object _select
     cdef Selector _compiled_select
+    # the forwarding arrays (class docstring); _port_ptrs is _port_array's C array
+    cdef readonly PortArray port_array
+    cdef PyObject** _port_ptrs
+    cdef vector[int32_t] _fib, _group_ptr, _group_ports
+    cdef list _groups  # local group -> its RouteGroup view
+    cdef tuple _table  # table[dst] -> view, built on first read after an install
 
-    def __init__(self, sim, name, int index, int tier, uint64_t salt) -> None:
+    def __init__(self, sim, name, int index, int tier, uint64_t salt=0) -> None:
+        # ``salt``: for a switch built on its own (tests); a network's switches take theirs
+        # from the route table at every install_routes.
         self.sim = sim
         self.name = name
         self.index = index
@@ -175,22 +246,115 @@ cdef class Switch:
         self.salt = salt
         self.ports = []
         self.uplinks = []
-        self.table = []
+        self.table = ()
         self.select = ecmp_select
         self.program = None
         self.buffer = None
         self.hosts = []  # hosts attached directly (ToRs)
 
+    def install_routes(self, PortArray port_array, const int32_t[::1] fib, const int32_t[::1] group_ptr,
+                       const int32_t[::1] group_ports, list groups, int64_t version, uint64_t salt) -> None:
+        """Write one routing version into the forwarding arrays: ``fib[dst]`` the local group
+        of every destination host, group ``g``'s candidates ``group_ports[group_ptr[g]:group_ptr[g
+        + 1]]`` as indices into ``port_array``, ``groups[g]`` its :class:`RouteGroup` view (its
+        ports rewritten from the arrays, ``version`` set, ``state`` cleared) and ``salt`` the
+        switch's hash seed (``RouteTable.salt``). Checked once here, so forwarding reads the
+        arrays unchecked."""
+        cdef Py_ssize_t n_groups = len(groups), n_ports = len(port_array), i, g
+        if group_ptr.shape[0] != n_groups + 1 or group_ptr[0] != 0:
+            raise ValueError(f"{self.name}: group_ptr must hold {n_groups + 1} offsets from 0")
+        for g in range(n_groups):
+            if group_ptr[g + 1] < group_ptr[g]:
+                raise ValueError(f"{self.name}: group_ptr must not decrease (group {g})")
+        if group_ports.shape[0] != group_ptr[n_groups]:
+            raise ValueError(f"{self.name}: group_ports must hold {group_ptr[n_groups]} port indices")
+        for i in range(group_ports.shape[0]):
+            if not 0 <= group_ports[i] < n_ports:
+                raise ValueError(f"{self.name}: port index {group_ports[i]} outside 0..{n_ports - 1}")
+        for i in range(fib.shape[0]):
+            if not 0 <= fib[i] < n_groups:
+                raise ValueError(f"{self.name}: fib[{i}] = {fib[i]} is no group (0..{n_groups - 1})")
+        self.port_array = port_array
+        self._port_ptrs = port_array.ptrs.data()
+        self._fib.clear()
+        for i in range(fib.shape[0]):
+            self._fib.push_back(fib[i])
+        self._group_ptr.clear()
+        for i in range(group_ptr.shape[0]):
+            self._group_ptr.push_back(group_ptr[i])
+        self._group_ports.clear()
+        for i in range(group_ports.shape[0]):
+            self._group_ports.push_back(group_ports[i])
+        plist = port_array.ports
+        for g in range(n_groups):
+            _fill_group(groups[g], [plist[self._group_ports[i]] for i in range(group_ptr[g], group_ptr[g + 1])],
+                        version)
+        self._groups = groups
+        self._table = None
+        self.salt = salt
+
     @property
-    def table(self) -> list:
-        """``table[dst]``: the route group (a list of egress ports) toward host ``dst``."""
+    def table(self) -> tuple:
+        """``table[dst]``: the route group view (a :class:`RouteGroup`, the egress ports) toward
+        host ``dst``. Read-only: the core forwards by the arrays ``install_routes`` wrote."""
+        if self._table is None:
+            groups = self._groups
+            self._table = tuple([groups[g] for g in self._fib])
         return self._table
 
     @table.setter
-    def table(self, table: list) -> None:
-        if any(not isinstance(group, list) for group in table):
-            raise TypeError("Switch.table: every entry must be a list of ports (a RouteGroup)")
-        self._table = table
+    def table(self, table) -> None:
+        """Forward by hand-made groups (tests, stand-in ports): ``table[dst]`` a list of ports
+        (or any egress objects with ``send``/``send_control``). Groups given as one list object
+        stay one group; the ports become this switch's own port array. A list given here is
+        copied: changing it later does not change the routes."""
+        entries = list(table)
+        for group in entries:
+            if not isinstance(group, list):
+                raise TypeError("Switch.table: every entry must be a list of ports (a RouteGroup)")
+        local: dict = {}  # id(group) -> local group id
+        groups: list = []
+        fib = []
+        for group in entries:
+            g = local.get(id(group))
+            if g is None:
+                g = local[id(group)] = len(groups)
+                groups.append(group)
+            fib.append(g)
+        port_of: dict = {}  # id(port) -> index into the switch's own array
+        ports: list = []
+        ptr = [0]
+        cands = []
+        for group in groups:
+            for port in group:
+                i = port_of.get(id(port))
+                if i is None:
+                    i = port_of[id(port)] = len(ports)
+                    ports.append(port)
+                cands.append(i)
+            ptr.append(len(cands))
+        self.port_array = PortArray(ports)
+        self._port_ptrs = self.port_array.ptrs.data()
+        self._fib.clear()
+        for g in fib:
+            self._fib.push_back(g)
+        self._group_ptr.clear()
+        for i in ptr:
+            self._group_ptr.push_back(i)
+        self._group_ports.clear()
+        for i in cands:
+            self._group_ports.push_back(i)
+        # views: the route groups given keep their identity (and scheme state); plain lists too
+        self._groups = [group if isinstance(group, RouteGroup) else RouteGroup(group) for group in groups]
+        self._table = None
+
+    def group_ports(self, int64_t dst) -> list:
+        """The candidates toward host ``dst`` as indices into ``port_array`` (what a compiled
+        selector reads)."""
+        if not 0 <= dst < <int64_t>self._fib.size():
+            raise IndexError(f"{self.name}: no table entry for host {dst}")
+        cdef int32_t g = self._fib[dst]
+        return [self._group_ports[i] for i in range(self._group_ptr[g], self._group_ptr[g + 1])]
 
     @property
     def select(self):
@@ -210,22 +374,22 @@ cdef class Switch:
     cpdef forward(self, Packet pkt):
         """Pick the egress among the equal-cost candidates and send. ToR programs call this
         to release packets they held (it does not run the program again)."""
-        # The table is a list and each group a list (RouteGroup): read through the list macros
-        # (a group's length and items are what the selectors index too).
-        if not 0 <= pkt.dst < PyList_GET_SIZE(self._table):
+        # C arrays only: the destination's group, its candidates' indices, the port pointers.
+        # A Python object of the group is touched only for a Python selector (its view).
+        if not 0 <= pkt.dst < <int64_t>self._fib.size():
             raise IndexError(f"{self.name}: no table entry for host {pkt.dst}")
-        cdef object cands = <object>PyList_GET_ITEM(self._table, pkt.dst)
-        if not PyList_Check(cands):
-            raise TypeError(f"{self.name}: the route group to host {pkt.dst} is not a list of ports")
-        cdef Py_ssize_t n = PyList_GET_SIZE(cands)
+        cdef int32_t g = self._fib[pkt.dst]
+        cdef int32_t start = self._group_ptr[g]
+        cdef Py_ssize_t n = self._group_ptr[g + 1] - start
         cdef object port
         if n == 1:
-            port = <object>PyList_GET_ITEM(cands, 0)
+            port = <object>self._port_ptrs[self._group_ports[start]]
         elif n:
             if self._compiled_select is not None:
-                port = self._compiled_select.choose(self, pkt, cands)
+                port = <object>self._port_ptrs[self._group_ports[
+                    start + self._compiled_select.choose(self, pkt, g, &self._group_ports[start], n)]]
             else:
-                port = self._select(self, pkt, cands)
+                port = self._select(self, pkt, <object>PyList_GET_ITEM(self._groups, g))
         else:  # destination unreachable (failed links, before or after reconvergence)
             c_sim_drop(pkt, NO_ROUTE, None)
             return

@@ -11,7 +11,7 @@ The summary is computed from the columns as arrays; the DataFrames are built whe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -19,12 +19,10 @@ from spraylab.fluid.engine import FluidOutcome, FluidRun
 from spraylab.fluid.routing import FluidFabric
 from spraylab.metrics.build import build_result, uplink_imbalance
 from spraylab.metrics.collect import FLOW_COLUMNS, LINK_DROP_COLUMNS
+from spraylab.metrics.columns import ColumnTable
 from spraylab.metrics.result import Result, size_bucket
 from spraylab.net.drops import DROP_CAUSES
 from spraylab.topology.fabric import HOST_TIER
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 # flow columns the fluid model cannot know
 UNKNOWN_FLOW_COLUMNS = (
@@ -156,10 +154,8 @@ def collect(run: FluidRun, out: FluidOutcome, scenario: dict[str, Any], run_info
         **dict.fromkeys(UNKNOWN_SUMMARY_KEYS),
     }
 
-    def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
-        import pandas as pd
-
-        return pd.DataFrame(flows), pd.DataFrame(link_columns(run.fabric, out))
+    def tables() -> tuple[ColumnTable, ColumnTable]:
+        return ColumnTable(flows), ColumnTable(link_columns(run.fabric, out))
 
     return build_result(
         scenario, run_info, rows, int(run_info["sim_time_ps"]), run.groups, engine_summary, tables

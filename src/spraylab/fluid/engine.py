@@ -41,6 +41,7 @@ from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_ro
 from spraylab.fluid.warm import WarmSolver
 from spraylab.net.framing import data_wire_bytes
 from spraylab.net.link_events import LINK_ACTIONS
+from spraylab.net.route_table import RouteTable
 from spraylab.transport.params import ACK_COUNTED_HEADER_BYTES
 from spraylab.workload.build import GroupInfo, build_flows
 from spraylab.workload.flows import FlowSpec
@@ -86,14 +87,18 @@ def lb_setup_draws(scheme: str, params: dict[str, Any]) -> int:
     return Counting.draws - 3  # the network's own: flows, ports, switch salts
 
 
-def network_streams(seed: int, fabric: Any) -> tuple[Simulator, random.Random, list[int]]:
-    """The run's generator, the flows' entropy stream and every switch's salt, drawn as
-    ``Network`` draws them (flows, ECN marking, salts, in that order), so both engines hash alike."""
+def network_streams(seed: int, fabric: Any) -> tuple[Simulator, random.Random, RouteTable]:
+    """The run's generator, the flows' entropy stream and the fabric's route table with every
+    switch's salt (``RouteTable.salt``), drawn as ``Network`` draws them (flows, ECN marking,
+    salts, in that order), so both engines hash alike; the table's first routing version is
+    computed."""
     sim = Simulator(seed)
     flow_rng = sim.derive_rng(0x5EED_F10)
     sim.derive_rng(0xEC4)  # the packet engine's ECN marking stream
-    salt_rng = sim.derive_rng(0x5A17)
-    return sim, flow_rng, [salt_rng.getrandbits(64) for _ in fabric.switch_tier]
+    table = RouteTable(fabric)
+    table.draw_salts(sim)
+    table.compute()
+    return sim, flow_rng, table
 
 
 @dataclass
@@ -136,7 +141,7 @@ def prepare(scenario: Any) -> FluidRun:
     except ValueError as exc:
         raise ScenarioError([str(exc)]) from None
     fabric = build_fabric(scenario.topology)
-    sim, flow_rng, salts = network_streams(scenario.run.seed, fabric)
+    sim, flow_rng, table = network_streams(scenario.run.seed, fabric)
     draws = lb_setup_draws(scenario.lb.scheme, scenario.lb.params)
     spray_rng = None
     if model == "entropies":  # spray_rr's setup derives its one stream here (lb/spray_rr.py)
@@ -144,7 +149,7 @@ def prepare(scenario: Any) -> FluidRun:
         draws -= 1
     for _ in range(draws):
         sim.rng.getrandbits(64)
-    ff = FluidFabric(fabric, salts)
+    ff = FluidFabric(table)
     for event in scenario.topology.events:
         a, b = event.link
         if not any({link.a, link.b} == {a, b} for link in fabric.links):

@@ -195,7 +195,7 @@ class SpineHash:
             for q in range(n):
                 (lid,) = ff.candidates(int(ff.link_src[spine_links[q]]), q)  # one link per leaf
                 down[ids.leaf_spine[:, s], q] = lid
-        salts = np.array([ff.salts[leaf] for leaf in leaves], dtype=np.uint64)
+        salts = ff.table.salt[leaves]  # each rail leaf's entry of the one salt array
         return cls(random_words(flow_rng, n_flows, 16), salts, up, down)
 
     def links(
@@ -477,8 +477,8 @@ def _run_l0_rail(scenario: Any) -> Result:
     except ValueError as exc:
         raise ScenarioError([str(exc)]) from None
     fabric = build_fabric(scenario.topology)
-    _, flow_rng, salts = network_streams(scenario.run.seed, fabric)
-    ff = FluidFabric(fabric, salts)
+    _, flow_rng, table = network_streams(scenario.run.seed, fabric)
+    ff = FluidFabric(table)
     links = RailLinks.from_fabric(fabric)
     ids = RailLinkIds.build(ff, links)
     cap = ff.rate_bps.astype(float)

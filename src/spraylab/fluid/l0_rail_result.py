@@ -25,14 +25,13 @@ from spraylab.fluid.engine import FluidOutcome
 from spraylab.fluid.routing import FluidFabric, route_model
 from spraylab.metrics.build import uplink_imbalance
 from spraylab.metrics.collect import FLOW_COLUMNS, GROUP_COLUMNS, _mean_skipna
+from spraylab.metrics.columns import ColumnTable
 from spraylab.metrics.result import SIZE_BUCKETS, Result, percentile
 from spraylab.units import PS_PER_BYTE_AT_1BPS
 from spraylab.workload.base import GroupInfo
 from spraylab.workload.collectives import algbw_bps, busbw_bps
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from spraylab.fluid.l0_rail import _Rows
 
 COLLECTIVE_KINDS = ("allreduce", "allgather", "reducescatter", "alltoall")
@@ -110,9 +109,7 @@ def rail_result(
             summary[f"busbw_bps[{g['group']}]"] = float(g["busbw_bps"])
     summary["wall_s"] = round(time.perf_counter() - wall0, 3)
 
-    def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-        import pandas as pd
-
+    def tables() -> tuple[ColumnTable, ColumnTable, ColumnTable]:
         names_arr = np.array(group_names, dtype=object)
         bucket_names = np.array([name for name, _ in SIZE_BUCKETS], dtype=object)
         data: dict[str, Any] = {
@@ -134,9 +131,8 @@ def rail_result(
         }
         for column in UNKNOWN_FLOW_COLUMNS:
             data[column] = np.full(n, np.nan)
-        flows = pd.DataFrame({c: data[c] for c in FLOW_COLUMNS})
-        links = pd.DataFrame(link_columns(ff, out))
-        return flows, links, pd.DataFrame(group_rows, columns=GROUP_COLUMNS)
+        flows = ColumnTable({c: data[c] for c in FLOW_COLUMNS})
+        return flows, ColumnTable(link_columns(ff, out)), ColumnTable.from_records(group_rows, GROUP_COLUMNS)
 
     return Result(scenario=scenario.to_dict(), summary=summary, tables=tables)
 

@@ -2,12 +2,14 @@
 table both engines read.
 
 :class:`FluidFabric` reads the :class:`~spraylab.net.route_table.RouteTable` of its fabric (the
-one a :class:`spraylab.net.network.Network` installs as ports, or one built the same way without
-creating a port or a switch object): directed link ``2 i`` is fabric link ``i`` from ``a`` to
-``b`` and ``2 i + 1`` the reverse (the order of ``Network.ports``, so link tables line up row for
-row), the equal-cost candidate groups in CSR form, direct groups towards attached hosts and each
-host's NIC choice; it adds the switch salts, drawn from the packet engine's random stream, and
-every link's rate and delay. A flow's route is then one of these models:
+one a :class:`spraylab.net.network.Network` installs into its switches' forwarding arrays, or
+one built the same way without creating a port or a switch object,
+:func:`spraylab.fluid.engine.network_streams`): directed link ``2 i`` is fabric link ``i`` from
+``a`` to ``b`` and ``2 i + 1`` the reverse (the order of ``Network.ports``, so link tables line
+up row for row), the equal-cost candidate groups in CSR form, direct groups towards attached
+hosts, each host's NIC choice and the switch salts (``RouteTable.salt``, drawn from the packet
+engine's random stream: the array the packet core's switches hash with); it adds every link's
+rate and delay. A flow's route is then one of these models:
 
 * ``hash`` (ECMP): the walk of :func:`spraylab.net.routes.trace_route` with the flow's header
   hash, ``hop_hash(hash, salt) % n`` at each switch: the same collisions as the packet engine;
@@ -36,7 +38,6 @@ import numpy as np
 from spraylab.lb.base import REGISTRY as lb_registry
 from spraylab.net.route_table import RouteTable
 from spraylab.net.routes import MAX_HOPS, hop_hash
-from spraylab.topology.fabric import Fabric
 
 __all__ = [
     "FluidFabric",
@@ -106,15 +107,15 @@ def route_model(scheme: str) -> str:
 
 
 class FluidFabric:
-    """The fluid engine's view of one fabric: the route table both engines read, the switch
-    salts and every directed link's rate and delay (module docstring)."""
+    """The fluid engine's view of one fabric: the route table both engines read (with the
+    switch salts, ``RouteTable.salt``) and every directed link's rate and delay (module
+    docstring)."""
 
-    def __init__(self, fabric: Fabric, salts: list[int], table: RouteTable | None = None) -> None:
+    def __init__(self, table: RouteTable) -> None:
+        # the table of a network (Network.routing.table) or of network_streams: routes and
+        # salts, one routing version at a time
+        fabric = table.fabric
         self.fabric = fabric
-        self.salts = salts
-        if table is None:  # a network shares its own (Network.routing.table)
-            table = RouteTable(fabric)
-            table.compute()
         self.table = table
         self.node_index = table.node_index
         self.n_switches = table.n_switches
@@ -244,9 +245,9 @@ class FluidFabric:
         return ptr[g], ptr[g + 1] - ptr[g]
 
     def _salt_array(self) -> np.ndarray:
-        """Every node's switch salt as uint64 (hosts: 0, never used)."""
+        """Every node's switch salt as uint64, the table's ``salt`` (hosts: 0, never used)."""
         out = np.zeros(len(self.node_index), dtype=np.uint64)
-        out[: len(self.salts)] = np.array(self.salts, dtype=np.uint64)
+        out[: self.n_switches] = self.table.salt
         return out
 
     def tor_split_route(self, src: int, dst: int, pkt_hash: int) -> dict[int, float]:
@@ -271,6 +272,7 @@ class FluidFabric:
     def _walk(self, links: list[int], src: int, dst: int, pkt_hash: int | None) -> list[int]:
         lid = links[-1]
         ns = self.n_switches
+        salt = self.table.salt
         for _ in range(MAX_HOPS):
             node = int(self.link_dst[lid])
             if node >= ns:
@@ -281,7 +283,7 @@ class FluidFabric:
             n = len(cands)
             if not n:
                 return []
-            lid = cands[0] if n == 1 or pkt_hash is None else cands[hop_hash(pkt_hash, self.salts[node]) % n]
+            lid = cands[0] if n == 1 or pkt_hash is None else cands[hop_hash(pkt_hash, int(salt[node])) % n]
             links.append(lid)
         raise ValueError(f"route {src}->{dst}: no destination within {MAX_HOPS} hops (routing loop?)")
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from spraylab.metrics.collect import bucket_and_group_statistics, flow_statistics, group_frame, group_rows
+from spraylab.metrics.collect import bucket_and_group_statistics, flow_statistics, group_rows, group_table
 from spraylab.metrics.result import Result
 
 if TYPE_CHECKING:
-    import pandas as pd
-
+    from spraylab.metrics.columns import ColumnTable
     from spraylab.workload.build import GroupInfo
 
 
@@ -41,13 +40,13 @@ def build_result(
     end_ps: int,
     groups: dict[str, GroupInfo],
     engine_summary: dict[str, Any],
-    tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame]],
+    tables: Callable[[], tuple[ColumnTable, ColumnTable]],
     tail: dict[str, Any] | None = None,
 ) -> Result:
     """The result of a run: ``flows`` (the columns the summary reads, as lists), the run's end
     ``end_ps`` (for censored flows' bound), ``engine_summary`` (the engine's own keys, after the
     flow statistics), ``tail`` (keys after the group statistics: the scheme's counters) and
-    ``tables`` (the flows and links DataFrames, built when first read)."""
+    ``tables`` (the flows and links tables' columns, collected when first read or saved)."""
     group_list = group_rows(flows, groups)
     summary: dict[str, Any] = {
         **run_info,
@@ -57,8 +56,7 @@ def build_result(
         **(tail or {}),
     }
 
-    def all_tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-        flow_df, link_df = tables()
-        return flow_df, link_df, group_frame(group_list)
+    def all_tables() -> tuple[ColumnTable, ColumnTable, ColumnTable]:
+        return (*tables(), group_table(group_list))
 
     return Result(scenario=scenario, summary=summary, tables=all_tables)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from spraylab.metrics.columns import ColumnTable
 from spraylab.metrics.result import Result, percentile, size_bucket
 from spraylab.net.drops import DROP_CAUSES, NETWORK_CAUSES
 from spraylab.net.framing import (
@@ -28,8 +29,6 @@ from spraylab.transport.qp import NO_WINDOW
 from spraylab.workload.collectives import algbw_bps, busbw_bps
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from spraylab.net.network import Network
     from spraylab.workload.build import GroupInfo
 
@@ -74,15 +73,10 @@ _FLOW_DTYPES = {
 _FLOW_DTYPES["size_bucket"] = "object"
 
 
-def flow_table(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> pd.DataFrame:
-    """One row per flow (see :func:`flow_rows`)."""
-    return flow_frame(flow_rows(net, ideal_ps, bound_ps))
-
-
-def flow_frame(rows: dict[str, list[Any]]) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame(rows).astype({c: _FLOW_DTYPES.get(c, "int64") for c in FLOW_COLUMNS})
+def flow_table(rows: dict[str, list[Any]]) -> ColumnTable:
+    """The flow table of :func:`flow_rows`' columns, every column not named in ``_FLOW_DTYPES``
+    an int64."""
+    return ColumnTable(rows, {c: _FLOW_DTYPES.get(c, "int64") for c in FLOW_COLUMNS})
 
 
 def flow_rows(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> dict[str, list[Any]]:
@@ -133,12 +127,6 @@ def flow_rows(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> dict[st
     return rows
 
 
-def link_table(net: Network, duration_ps: int) -> pd.DataFrame:
-    import pandas as pd
-
-    return pd.DataFrame(link_rows(net, duration_ps))
-
-
 def link_rows(net: Network, duration_ps: int) -> list[dict[str, Any]]:
     rows = []
     for port in net.ports:
@@ -180,16 +168,9 @@ GROUP_COLUMNS = (
 )  # fmt: skip
 
 
-def group_table(flows: pd.DataFrame, groups: dict[str, GroupInfo]) -> pd.DataFrame:
-    columns = ("group", "completed", "start_ps", "fct_ps")
-    return group_frame(group_rows({c: flows[c].tolist() for c in columns}, groups))
-
-
-def group_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    import pandas as pd
-
+def group_table(rows: list[dict[str, Any]]) -> ColumnTable:
     # the columns are named even when no group ran, so an empty table loads back the same
-    return pd.DataFrame(rows, columns=GROUP_COLUMNS)
+    return ColumnTable.from_records(rows, GROUP_COLUMNS)
 
 
 def group_rows(flows: dict[str, list[Any]], groups: dict[str, GroupInfo]) -> list[dict[str, Any]]:
@@ -379,10 +360,8 @@ def collect(
     flows = flow_rows(net, ideal_ps, bound_ps)
     links = link_rows(net, duration)
 
-    def tables() -> tuple[pd.DataFrame, pd.DataFrame]:
-        import pandas as pd
-
-        return flow_frame(flows), pd.DataFrame(links)
+    def tables() -> tuple[ColumnTable, ColumnTable]:
+        return flow_table(flows), ColumnTable.from_records(links, list(links[0]) if links else [])
 
     lb_stats = {f"lb.{key}": value for key, value in net.lb.stats().items()}
     return build_result(

@@ -4,8 +4,10 @@ Saved as Parquet tables and JSON (scenario, summary) in one directory, written a
 :func:`spraylab.results.output.write_dir`: everything goes to a temporary sibling directory that is renamed
 into place, so a reader never sees a half-written result.
 
-The tables are pandas DataFrames built on first access (``tables``): a run whose caller reads
-only the summary never imports pandas (about 0.4 s of a small run's fixed cost).
+The tables are pandas DataFrames built on first access from the columns the engine collected
+(``tables``, :class:`~spraylab.metrics.columns.ColumnTable`), and saved to Parquet from those
+columns when no DataFrame was built: a run whose caller reads only the summary, or saves it, never
+imports pandas (about 0.3 s and 50 MB of a small run's fixed cost).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from spraylab.metrics.columns import ColumnTable
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -57,9 +61,9 @@ class Result:
     groups: pd.DataFrame = field(default_factory=_later)
     # per-port, per-flow and per-switch time series ([monitor] runs only; see spraylab.runs.monitor)
     timeseries: TimeSeries | None = None
-    # builds (flows, links, groups) for the tables not given; a table neither given nor built
-    # is empty
-    tables: Callable[[], tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] | None = field(
+    # collects (flows, links, groups) as columns for the tables not given, called once when a
+    # table is first read or saved; a table neither given nor collected is empty
+    tables: Callable[[], tuple[ColumnTable, ColumnTable, ColumnTable]] | None = field(
         default=None, repr=False, compare=False
     )
 
@@ -72,22 +76,24 @@ class Result:
         # Only called when normal lookup fails: a table not built yet.
         if name not in TABLES:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        built = self.__dict__.get("tables")
-        if built is not None:
-            frames = built()
-        else:
-            import pandas as pd
+        frame = self._columns()[name].frame()
+        self.__dict__[name] = frame
+        return frame
 
-            frames = (pd.DataFrame(), pd.DataFrame(), pd.DataFrame())
-        for table, frame in zip(TABLES, frames):
-            self.__dict__.setdefault(table, frame)
-        self.__dict__["tables"] = None
-        return self.__dict__[name]
+    def _columns(self) -> dict[str, ColumnTable]:
+        """The collected columns of every table, collecting them on the first call."""
+        columns = self.__dict__.get("_collected")
+        if columns is None:
+            built = self.__dict__.get("tables")
+            collected = built() if built is not None else ()
+            columns = dict(zip(TABLES, collected)) or dict.fromkeys(TABLES, ColumnTable())
+            self.__dict__["_collected"] = columns
+            self.__dict__["tables"] = None
+        return columns
 
     def __getstate__(self) -> dict[str, Any]:
-        # pickled (sweep workers) with its tables built: the builder holds the raw rows
-        for name in TABLES:
-            getattr(self, name)
+        # pickled (sweep workers) with its columns collected: the collector is a closure
+        self._columns()
         return {**self.__dict__, "tables": None}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -121,9 +127,12 @@ class Result:
 
     def write_files(self, directory: Path) -> None:
         """The result's files (:data:`RESULT_FILES`), written into an existing directory."""
-        self.flows.to_parquet(directory / "flows.parquet", index=False)
-        self.links.to_parquet(directory / "links.parquet", index=False)
-        self.groups.to_parquet(directory / "groups.parquet", index=False)
+        for name in TABLES:
+            path = directory / f"{name}.parquet"
+            if name in self.__dict__:  # a DataFrame given or already built
+                self.__dict__[name].to_parquet(path, index=False)
+            else:
+                self._columns()[name].write_parquet(path)
         _write_json(directory / "summary.json", self.summary)
         _write_json(directory / "scenario.json", self.scenario)
         if self.timeseries is not None:

@@ -59,7 +59,7 @@ class Network:
         self.switch_params = switch_params
         self.transport = transport
         self.lb = lb
-        # The order of derivations is part of a run's identity: flows, ports, then wiring.
+        # The order of derivations is part of a run's identity: flows, ports, then switch salts.
         self.flow_rng = sim.derive_rng(0x5EED_F10)
         self.port_rng = sim.derive_rng(0xEC4)
         self.hosts: list[Host] = []
@@ -70,6 +70,9 @@ class Network:
         self.link_changes = 0  # bumped by every link event (down, reroute, rate): caches key on it
         self.link_changed_ps = 0  # when it was last bumped
         self.routing = Routing(self)
+        # the switches' ECMP hash seeds, in the route table both engines read (fluid/engine.py
+        # network_streams draws them alike)
+        self.routing.table.draw_salts(sim)
         self.qps: list[QueuePair] = []
         self.injected_packets = 0
         self.consumed_packets = 0

@@ -1,10 +1,19 @@
 """The route table of one fabric as arrays: the one route computation both engines read.
 
-The packet engine's :class:`spraylab.net.routing.Routing` turns it into ``RouteGroup`` lists of
-ports (link id ``l`` is ``Network.ports[l]``); the fluid engine's
-:class:`spraylab.fluid.routing.FluidFabric` walks it as link ids, and the L0 bounds
-(``fluid/l0_split.py``, ``fluid/l0_rail.py``) read its distances, egress lists and candidates.
-So both engines route alike by construction, not by a test comparing two computations.
+The packet engine's :class:`spraylab.net.routing.Routing` writes it into every switch of the
+compiled core as C arrays (``Switch.install_routes``: each destination's group, each group's
+candidates as link ids, which index the network's ports, ``Network.ports[l]``, held as a C array
+of pointers, and the switch's salt), with a read-only ``RouteGroup`` view of ports per group for
+Python selectors; the fluid engine's :class:`spraylab.fluid.routing.FluidFabric` walks it as
+link ids, and the L0 bounds (``fluid/l0_split.py``, ``fluid/l0_rail.py``) read its distances,
+egress lists, candidates and salts. So both engines route and hash alike by construction, not by
+a test comparing two computations.
+
+**Salts.** ``salt[switch]`` (uint64) is every switch's ECMP hash seed
+(``spraylab.net.routes.hop_hash``), drawn once per run by :meth:`draw_salts` from the stream
+the run derives after the flows' and the ECN marking's (``Network``, and
+``fluid.engine.network_streams`` in the same order); zero until drawn. Routing does not change
+it: a new routing version keeps the salts.
 
 **Nodes and links.** Node ``i`` is the ``i``-th switch of ``Fabric.switch_tier`` (``Switch.index``)
 for ``i < n_switches``, then host ``i - n_switches``. Directed link ``2 k`` is fabric link ``k``
@@ -37,12 +46,17 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 
 from spraylab.topology.fabric import Fabric
 
-__all__ = ["RouteTable", "DENSE_MAX_SWITCHES", "DENSE_MIN_TORS"]
+__all__ = ["RouteTable", "DENSE_MAX_SWITCHES", "DENSE_MIN_TORS", "SALT_STREAM"]
+
+# the derivation key of the switch salts' random stream (Simulator.derive_rng); part of every
+# run's identity since the first release: changing it changes every ECMP choice
+SALT_STREAM = 0x5A17
 
 # The dense search multiplies the (ToRs x switches) frontier by the float32 switch adjacency
 # once per hop: 8192 switches is a 256 MB adjacency, the most it may take (a k = 64 fat-tree
@@ -83,6 +97,7 @@ class RouteTable:
         self.tor_row[self.tors] = np.arange(len(self.tors))
         self._build_hosts()
         self._build_direct()
+        self.salt = np.zeros(ns, dtype=np.uint64)  # every switch's ECMP hash seed (draw_salts)
         self.routed_down: set[int] = set()  # directed link ids routing has removed
         self.version = 0  # bumped by every compute (RouteGroup.version in the packet engine)
 
@@ -94,6 +109,14 @@ class RouteTable:
     def egress(self, node: int) -> np.ndarray:
         """``node``'s egress links in port order."""
         return self.egress_links[self.egress_ptr[node] : self.egress_ptr[node + 1]]
+
+    def draw_salts(self, sim: Any) -> None:
+        """Every switch's 64-bit ECMP hash seed, ``getrandbits(64)`` in switch order from the
+        stream ``sim.derive_rng(SALT_STREAM)`` (``Simulator.derive_rng``). Both engines call it
+        at the same point of the run's derivations (after the flows' and the ECN marking's
+        streams: ``Network``, ``fluid.engine.network_streams``), so on one seed they hash alike."""
+        rng = sim.derive_rng(SALT_STREAM)
+        self.salt = np.array([rng.getrandbits(64) for _ in range(self.n_switches)], dtype=np.uint64)
 
     def _build_hosts(self) -> None:
         """Each host's NIC to its ToR, and the NIC towards hosts another NIC reaches directly."""

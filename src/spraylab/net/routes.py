@@ -1,12 +1,14 @@
 """The route model: what a switch's forwarding table holds, and the one walk along it.
 
-**Route groups.** ``switch.table[dst]`` is a :class:`RouteGroup`: the equal-cost egress ports
-toward host ``dst`` (shared by every host behind one destination ToR, as a FIB shares a
-next-hop group per prefix). It *is* the candidate list, so the switch's per-packet path
-indexes it like one. Routing keeps one group per (switch, destination) for the whole run and
-re-installs its ports at every recomputation: ``version`` is then the network's routing
-version and ``state`` (a scheme's per-group memory: DRILL's samples, WCMP's weighted table,
-ToR-assisted spraying's path ids) is cleared. A scheme keeps per-group data in ``state`` and
+**Route groups.** A switch forwards by C arrays (``Switch.install_routes``): its local group
+toward each destination host, each group's equal-cost candidates as indices into the network's
+ports (shared by every host behind one destination ToR, as a FIB shares a next-hop group per
+prefix). ``switch.table[dst]`` is the group's :class:`RouteGroup` (defined in the core): the
+read-only Python view of those candidates as ports, which Python selectors receive as
+``cands``. Routing keeps one view per (switch, destination) for the whole run and the core
+rewrites its ports from the arrays at every recomputation: ``version`` is then the network's
+routing version and ``state`` (a scheme's per-group memory: DRILL's samples, WCMP's weighted
+table, ToR-assisted spraying's path ids) is cleared. A scheme keeps per-group data in ``state`` and
 per-flow data that depends on the group's ports next to the group's ``version``; it never
 needs to key anything on list identities. Link events that do not reroute (a rate change, a
 link down before reconvergence) leave groups alone; ``net.link_changes`` counts those.
@@ -22,10 +24,10 @@ path metrics) reads it from here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from spraylab.core._core import RouteGroup
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 
 if TYPE_CHECKING:
@@ -36,23 +38,6 @@ if TYPE_CHECKING:
 __all__ = ["RouteGroup", "Hop", "Route", "trace_route", "hop_hash", "packet_hash", "mix64", "MAX_HOPS"]
 
 MAX_HOPS = 64  # switch hops a trace follows before calling it a routing loop
-
-
-class RouteGroup(list):  # type: ignore[type-arg]  # list[Port]: the hot path indexes it directly
-    """Equal-cost egress ports of one switch toward one destination (see the module doc)."""
-
-    __slots__ = ("version", "state")
-
-    def __init__(self, ports: Iterable[Port] = (), version: int = 0) -> None:
-        super().__init__(ports)
-        self.version = version
-        self.state: Any = None
-
-    def install(self, ports: Iterable[Port], version: int) -> None:
-        """New candidates from a routing recomputation: a new version, the scheme state gone."""
-        self[:] = ports
-        self.version = version
-        self.state = None
 
 
 MASK64 = (1 << 64) - 1

@@ -1,12 +1,15 @@
 """The packet engine's forwarding state, installed from the route table both engines read
-(:class:`spraylab.net.route_table.RouteTable`): every switch's forwarding table and every host's
-NIC table. The route model itself (``RouteGroup``, the path tracer) is in ``spraylab.net.routes``.
+(:class:`spraylab.net.route_table.RouteTable`): every switch's forwarding arrays and every
+host's NIC table. The route model itself (``RouteGroup``, the path tracer) is in
+``spraylab.net.routes``.
 
 The table computes, per routing version, each switch's candidate links towards every
-destination ToR and to its attached hosts; this module only maps link ids to ports
-(``Network.ports[l]`` is directed link ``l``). One route group per (switch, destination ToR),
-and per directly attached host, lives for the whole run and is re-installed in place at every
-recomputation (see ``RouteGroup``)."""
+destination ToR and to its attached hosts, and holds every switch's hash salt; this module
+writes them into each switch as C arrays (``Switch.install_routes``): the destination's local
+group, each group's candidates as link ids, which index the network's ports as one C array
+(``PortArray``; ``Network.ports[l]`` is directed link ``l``), and the salt. One Python view
+(``RouteGroup``) per (switch, destination ToR), and per directly attached host, lives for the
+whole run and the core rewrites its ports at every recomputation."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ import numpy as np
 from spraylab.net.host import UniformRoute
 from spraylab.net.route_table import RouteTable
 from spraylab.net.routes import RouteGroup
+from spraylab.net.switch import PortArray
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -27,13 +31,14 @@ if TYPE_CHECKING:
 class Routing:
     """The routing state of one network: its route table and the groups installed from it."""
 
-    __slots__ = ("net", "table", "_groups", "_link_of")
+    __slots__ = ("net", "table", "_groups", "_link_of", "_port_array")
 
     def __init__(self, net: Network) -> None:
         self.net = net
         self.table = RouteTable(net.fabric)
         self._groups: dict[tuple[int, int], RouteGroup] = {}  # (switch, ToR row or ~host id)
         self._link_of: dict[int, int] | None = None  # id(port) -> directed link id
+        self._port_array: PortArray | None = None  # net.ports as the core's C array
 
     @property
     def version(self) -> int:
@@ -53,45 +58,52 @@ class Routing:
         self.compute()
 
     def compute(self) -> None:
-        """A new table version, its candidates installed in place as ports."""
+        """A new table version, written into every switch's forwarding arrays."""
         net = self.net
         table = self.table
         table.compute()
         version = table.version
-        ports = net.ports
+        if self._port_array is None:
+            self._port_array = PortArray(net.ports)  # directed link l is net.ports[l]
         n = len(net.hosts)
         ns, n_tors = table.n_switches, len(table.tors)
-        unrouted = RouteGroup(version=version)  # never installed: no candidate
+        unrouted = RouteGroup(version=version)  # local group 0 of every switch: no candidate
         # every (switch, destination ToR) group in one request
         gid = table.tor_groups(np.repeat(np.arange(ns), n_tors), np.tile(np.arange(n_tors), ns))
-        gid = gid.reshape(ns, n_tors).tolist()
-        ptr, links = table.group_ptr.tolist(), table.group_links.tolist()
-        tor_hosts: list[list[int]] = [[] for _ in range(n_tors)]
-        for h, row in enumerate(table.tor_row[table.tor_of_host].tolist()):
-            tor_hosts[row].append(h)
-        tor_of_row = table.tors.tolist()
-        link_dst = table.link_dst.tolist()
+        gid = gid.reshape(ns, n_tors)
+        ptr, links = table.group_ptr, table.group_links
+        host_row = table.tor_row[table.tor_of_host]
         for s, switch in enumerate(net.switches.values()):
-            fib = [unrouted] * n
-            groups = gid[s]
-            for row, hosts in enumerate(tor_hosts):
-                if tor_of_row[row] == s:
-                    continue  # its own hosts: the direct groups below
-                g = groups[row]
-                group = self._group(s, row)
-                group.install([ports[lid] for lid in links[ptr[g] : ptr[g + 1]]], version)
-                for h in hosts:
-                    fib[h] = group
-            for lid in table.egress(s).tolist():
-                host = link_dst[lid] - ns
-                if host < 0:
-                    continue
-                group = self._group(s, ~host)
-                group.install((ports[table.link_to_host(s, host)],), version)
-                fib[host] = group
-                if table.tor_of_host[host] == s and host not in switch.hosts:
+            # local groups: 0 unrouted, then one per destination ToR row other than its own
+            # (its own hosts: the direct groups), then one per attached host
+            rows = np.flatnonzero(np.arange(n_tors) != table.tor_row[s])
+            g = gid[s, rows]
+            count = ptr[g + 1] - ptr[g]
+            at = np.repeat(ptr[g] - np.cumsum(count) + count, count) + np.arange(int(count.sum()))
+            egress = table.egress(s)
+            hosts = np.unique(table.link_dst[egress]) - ns
+            hosts = hosts[hosts >= 0]
+            direct = table.links_to_hosts(np.full(len(hosts), s), hosts)
+            group_ptr = np.concatenate([[0, 0], np.cumsum(count), np.arange(1, len(hosts) + 1) + count.sum()])
+            row_group = np.zeros(n_tors, dtype=np.int32)
+            row_group[rows] = np.arange(1, len(rows) + 1)
+            fib = row_group[host_row]
+            fib[hosts] = np.arange(1 + len(rows), 1 + len(rows) + len(hosts))
+            views = [unrouted, *(self._group(s, r) for r in rows.tolist())]
+            views += [self._group(s, ~h) for h in hosts.tolist()]
+            switch.install_routes(
+                self._port_array,
+                fib,
+                group_ptr.astype(np.int32),
+                np.concatenate([links[at], direct]).astype(np.int32),
+                views,
+                version,
+                int(table.salt[s]),
+            )
+            for host in (table.link_dst[egress] - ns).tolist():  # in port order
+                if host >= 0 and table.tor_of_host[host] == s and host not in switch.hosts:
                     switch.hosts.append(host)
-            switch.table = fib
+        ports = net.ports
         peer_key, peer_link = table.peer_key.tolist(), table.peer_link.tolist()
         first_peer = np.searchsorted(table.peer_key, np.arange(n + 1) * n).tolist()
         for host in net.hosts:

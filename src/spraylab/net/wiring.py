@@ -67,11 +67,11 @@ def check_trimming(sp: SwitchParams, transport: TransportParams) -> None:
 def build_elements(net: Network) -> None:
     """Fill ``net.switches``, ``net.hosts``, ``net.ports``, ``net.link_ports`` and
     ``net.ingress_counters`` from ``net.fabric``, in the fabric's order (the order decides the
-    switches' random salts and the order ports are listed in)."""
+    switches' indices and the order ports are listed in: directed link ids). A switch's salt
+    and routes come from the route table when routing installs them."""
     sim, fabric, sp = net.sim, net.fabric, net.switch_params
-    salt_rng = sim.derive_rng(0x5A17)
     for name, tier in fabric.switch_tier.items():
-        switch = Switch(sim, name, len(net.switches), tier, salt_rng.getrandbits(64))
+        switch = Switch(sim, name, len(net.switches), tier)
         switch.buffer = SharedBuffer(sp.buffer_bytes, sp.dt_alpha)
         if sp.port_buffer_bytes:
             switch.buffer.set_port_limit(sp.port_buffer_bytes, data_wire_bytes(net.transport.mtu_bytes))
