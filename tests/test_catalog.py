@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from spraylab.cli import summary_result
 from spraylab.metrics import catalog
 from spraylab.model.scenario import Scenario
 from spraylab.report import format_estimate
 from spraylab.report.viewer import scenario_card
 from spraylab.results.stats import mean_ci
+from spraylab.results.summary import summary_table
 from spraylab.results.tables import to_csv
 from spraylab.runs.experiment import run
 from spraylab.units import UNITS, format_value
@@ -33,7 +33,7 @@ def test_every_metric_has_a_known_unit_and_a_label() -> None:
 
 
 def test_a_metric_reads_the_same_in_the_summary_table_the_report_and_the_viewer(summary: dict) -> None:
-    table = {row.key: row for row in summary_result("t", {"run": summary}).rows}
+    table = {row.key: row for row in summary_table("t", {"run": summary}).rows}
     card = dict(scenario_card(Scenario.load(SCENARIO).to_dict(), summary))
     for key in set(catalog.SUMMARY_ROWS) & set(catalog.REPORT_ROWS):
         unit = catalog.unit_of(key)
@@ -49,7 +49,7 @@ def test_a_metric_reads_the_same_in_the_summary_table_the_report_and_the_viewer(
 
 
 def test_csv_rows_state_the_catalogs_raw_unit(summary: dict) -> None:
-    text = to_csv([summary_result("t", {"run": summary})])
+    text = to_csv([summary_table("t", {"run": summary})])
     rows = [r for r in csv.reader(io.StringIO(text)) if r and not r[0].startswith("#")]
     header, body = rows[0], rows[1:]
     assert header[:4] == ["table", "metric", "key", "unit"]

@@ -116,7 +116,7 @@ def test_the_fluid_engines_refuse_what_they_cannot_map_and_list_what_they_map(cc
 def test_the_irn_preset_is_selective_repeat_with_a_bdp_window_on_a_lossy_fabric() -> None:
     """IRN (Mittal et al. SIGCOMM'18) as a named preset: the irn recovery mode (selective repeat;
     BDP-FC, since transport.window is left at 0) on a fabric without PFC."""
-    from spraylab.cli import load_scenario, preset_names
+    from spraylab.model.library import load_scenario, preset_names
 
     assert "irn" in preset_names()
     scenario = load_scenario("irn", {})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spraylab.cli import UsageError, load_scenario, parse_variants
+from spraylab.cli import UsageError, parse_variants
+from spraylab.model.library import load_scenario
 from spraylab.model.variants import variant_scenario
 
 
@@ -44,8 +45,9 @@ def test_bad_variants_are_usage_errors(spec: str) -> None:
 def test_variant_labels_print_verbatim_in_the_table() -> None:
     from rich.console import Console
 
-    from spraylab.cli import summary_table
+    from spraylab.results.summary import summary_table
+    from spraylab.results.tables import render
 
     console = Console(width=200, record=True)
-    console.print(summary_table("t", {"dfs[reorder_bound_packets=128]/sr": {}, "rps": {}}))
+    render("table", [summary_table("t", {"dfs[reorder_bound_packets=128]/sr": {}, "rps": {}})], console)
     assert "dfs[reorder_bound_packets=128]/sr" in console.export_text()

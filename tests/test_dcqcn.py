@@ -35,7 +35,7 @@ def cnp_at(qp: FakeQp, cc: Dcqcn, *times_us: float) -> None:
 
 def make() -> tuple[FakeQp, Dcqcn]:
     qp = FakeQp()
-    return qp, Dcqcn(qp, TransportParams(dcqcn=P), LINE)  # type: ignore[arg-type]
+    return qp, Dcqcn(qp, TransportParams(cc_params={"dcqcn": P}), LINE)  # type: ignore[arg-type]
 
 
 def test_first_cnp_cuts_at_the_next_decrease_tick_by_half_alpha() -> None:

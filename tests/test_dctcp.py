@@ -164,4 +164,4 @@ def test_dctcp_section_is_validated_and_left_out_at_its_defaults() -> None:
     assert str(err.value).startswith("transport.dctcp.g = 2")
     assert "dctcp" not in validate(base).to_dict()["transport"]
     tuned = validate({**base, "transport": {"cc": "dctcp", "dctcp": {"g": 0.125}}})
-    assert tuned.transport.to_params().dctcp.g == 0.125
+    assert tuned.transport.to_params().cc_params["dctcp"].g == 0.125

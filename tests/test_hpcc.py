@@ -161,7 +161,7 @@ def test_hpcc_section_is_validated_and_left_out_of_the_scenario_at_its_defaults(
     assert "hpcc" not in validate(base).to_dict()["transport"]
     tuned = validate({**base, "transport": {"cc": "hpcc", "hpcc": {"max_stage": 3}}})
     assert tuned.to_dict()["transport"]["hpcc"]["max_stage"] == 3
-    assert tuned.transport.to_params().hpcc.max_stage == 3
+    assert tuned.transport.to_params().cc_params["hpcc"].max_stage == 3
 
 
 def test_hpcc_short_flows_wait_far_less_than_under_dcqcn_on_websearch() -> None:

@@ -169,7 +169,7 @@ def test_nscc_queue_stays_near_the_target_delay() -> None:
 
 
 def _preset() -> Scenario:
-    from spraylab.cli import load_scenario
+    from spraylab.model.library import load_scenario
 
     return load_scenario("reps", {})
 
@@ -272,7 +272,7 @@ def test_nscc_section_is_validated_and_left_out_of_the_scenario_at_its_defaults(
     assert "nscc" not in validate(base).to_dict()["transport"]
     tuned = validate({**base, "transport": {"cc": "nscc", "nscc": {"qa_gate": 2}}})
     assert tuned.to_dict()["transport"]["nscc"]["qa_gate"] == 2
-    assert tuned.transport.to_params().nscc.qa_gate == 2
+    assert tuned.transport.to_params().cc_params["nscc"].qa_gate == 2
 
 
 def test_spraylab_list_shows_nscc_with_its_parameters_and_the_reps_preset() -> None:

@@ -28,6 +28,7 @@ from spraylab.runs.budget import estimate
 from spraylab.topology.base import TOPOLOGIES, FabricSize, LinkEvent, TopologySection
 from spraylab.topology.base import register as register_topology
 from spraylab.topology.fabric import Fabric
+from spraylab.transport.cc.base import cc_sections
 from spraylab.transport.params import DcqcnParams, TransportParams
 from spraylab.workload.base import WORKLOADS, FlowContext, Flows, WorkloadSection, WorkloadSize, one_group
 from spraylab.workload.base import register as register_workload
@@ -196,7 +197,11 @@ def test_register_rejects_a_class_without_a_kind() -> None:
 
 @pytest.mark.parametrize(
     ("section", "params"),
-    [(SwitchSection, SwitchParams), (TransportSection, TransportParams), (DcqcnSection, DcqcnParams)],
+    [
+        (SwitchSection, SwitchParams),
+        (TransportSection.registered_model(), TransportParams),
+        (DcqcnSection, DcqcnParams),
+    ],
 )
 def test_default_sections_are_the_default_params(section: type, params: type) -> None:
     """A default section converts to the default Params, and every Params field is filled by
@@ -206,6 +211,9 @@ def test_default_sections_are_the_default_params(section: type, params: type) ->
         info.json_schema_extra["param"] for info in section.model_fields.values() if info.json_schema_extra
     ]
     nested = [key for key, info in section.model_fields.items() if not info.json_schema_extra]
+    if params is TransportParams:  # the congestion controls' own sections, gathered in cc_params
+        assert nested == list(cc_sections())
+        nested = ["cc_params"]
     assert sorted(linked + nested) == sorted(f.name for f in dataclasses.fields(params))
 
 

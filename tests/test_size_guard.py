@@ -271,9 +271,12 @@ def test_the_override_passes_the_guard(tmp_path: Path, monkeypatch: pytest.Monke
     assert "allow_large" not in huge.to_dict()["run"]  # default left out: store keys stay as they were
 
     from spraylab import cli
+    from spraylab.runs import watched
 
     seen: list[Scenario] = []
-    monkeypatch.setattr(cli, "run_one", lambda scenario, label="": seen.append(scenario) or _Stop.fire())
+    monkeypatch.setattr(
+        watched, "run_watched", lambda scenario, label="": seen.append(scenario) or _Stop.fire()
+    )
     path = tmp_path / "huge.toml"
     path.write_text(tomli_w.dumps(HUGE["1000TB_flow"]))
     monkeypatch.setattr(sys, "argv", ["spraylab", "run", str(path), "--allow-large"])
@@ -339,6 +342,7 @@ def test_flow_file_row_limit_and_its_override(tmp_path: Path, monkeypatch: pytes
     from spraylab import cli
     from spraylab.model import files
     from spraylab.model.scenario import validate
+    from spraylab.runs import watched
 
     monkeypatch.setattr(files, "MAX_FILE_ROWS", 2)
     path = tmp_path / "three.csv"
@@ -350,7 +354,9 @@ def test_flow_file_row_limit_and_its_override(tmp_path: Path, monkeypatch: pytes
     assert validate({**data, "run": {"allow_large": True}}).run.allow_large
     (tmp_path / "s.toml").write_text(tomli_w.dumps(data))
     seen: list[Scenario] = []
-    monkeypatch.setattr(cli, "run_one", lambda scenario, label="": seen.append(scenario) or _Stop.fire())
+    monkeypatch.setattr(
+        watched, "run_watched", lambda scenario, label="": seen.append(scenario) or _Stop.fire()
+    )
     monkeypatch.setattr(sys, "argv", ["spraylab", "run", str(tmp_path / "s.toml"), "--allow-large"])
     with pytest.raises(_Stop):
         cli.main()

@@ -139,4 +139,4 @@ def test_swift_section_is_validated_and_left_out_at_its_defaults() -> None:
     assert "transport.swift.fs_min_cwnd = 200" in str(err.value)
     assert "swift" not in validate(base).to_dict()["transport"]
     tuned = validate({**base, "transport": {"cc": "swift", "swift": {"base_target": "30us"}}})
-    assert tuned.transport.to_params().swift.base_target_ps == 30_000_000
+    assert tuned.transport.to_params().cc_params["swift"].base_target_ps == 30_000_000

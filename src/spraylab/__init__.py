@@ -19,9 +19,12 @@ if TYPE_CHECKING:
     from spraylab.lb.base import LbParams, LoadBalancer, register
     from spraylab.metrics.maxmin import jain_index, max_min_rates
     from spraylab.metrics.result import Result
+    from spraylab.model.choices import Choices, choices
+    from spraylab.model.library import load_scenario
     from spraylab.model.scenario import Scenario, ScenarioError, validate
     from spraylab.rails.planner import RailPlan, plan_rails
     from spraylab.results.frames import SweepFrames, load_sweep
+    from spraylab.results.summary import summary_table
     from spraylab.runs.comparison import Comparison, compare
     from spraylab.runs.experiment import Simulation, build, run
     from spraylab.workload.flows import FlowSpec
@@ -34,6 +37,7 @@ except ImportError:  # a source tree on sys.path that was never built or install
 
 # public name -> the module that defines it
 _HOMES = {
+    "Choices": "spraylab.model.choices",
     "Comparison": "spraylab.runs.comparison",
     "FlowSpec": "spraylab.workload.flows",
     "LbParams": "spraylab.lb.base",
@@ -45,17 +49,21 @@ _HOMES = {
     "Simulation": "spraylab.runs.experiment",
     "SweepFrames": "spraylab.results.frames",
     "build": "spraylab.runs.experiment",
+    "choices": "spraylab.model.choices",
     "compare": "spraylab.runs.comparison",
     "jain_index": "spraylab.metrics.maxmin",
+    "load_scenario": "spraylab.model.library",
     "load_sweep": "spraylab.results.frames",
     "max_min_rates": "spraylab.metrics.maxmin",
     "plan_rails": "spraylab.rails.planner",
     "register": "spraylab.lb.base",
     "run": "spraylab.runs.experiment",
+    "summary_table": "spraylab.results.summary",
     "validate": "spraylab.model.scenario",
 }
 
 __all__ = [
+    "Choices",
     "Comparison",
     "FlowSpec",
     "LbParams",
@@ -67,13 +75,16 @@ __all__ = [
     "Simulation",
     "SweepFrames",
     "build",
+    "choices",
     "compare",
     "jain_index",
+    "load_scenario",
     "load_sweep",
     "max_min_rates",
     "plan_rails",
     "register",
     "run",
+    "summary_table",
     "validate",
 ]
 assert sorted(__all__) == sorted(_HOMES)

@@ -140,7 +140,6 @@ KEY_DOCS: dict[str, str] = {
     "transport.ack_bytes": 'bytes ack_every_bytes counts per data packet: "payload", "wire" (+82 B RoCEv2 framing) or "htsim" (+64 B, htsim UEC\'s count)',
     "transport.ack_delay": "an ACK this long after the first unacknowledged packet (0 = off)",
     "transport.window": 'cap on bytes in flight per flow: 0 = none, "bdp" = one base round trip of its route at line rate',
-    "transport.dcqcn": "DCQCN reaction-point parameters (docs/congestion-control.md)",
     "transport.dcqcn.g": "alpha's EWMA gain",
     "transport.dcqcn.alpha_timer": "alpha update period",
     "transport.dcqcn.rate_decrease_interval": "at most one rate cut per this period",
@@ -290,7 +289,7 @@ def config_reference() -> str:
     parts.append("## Switches (`[switch]`)\n")
     parts.append(_section("switch", config.SwitchSection, "switch."))
     parts.append("## Transport (`[transport]`)\n")
-    parts.append(_section("transport", config.TransportSection, "transport."))
+    parts.append(_section("transport", config.TransportSection.registered_model(), "transport."))
     parts.append("## Load balancer (`[lb]`)\n")
     parts.append(
         '`lb.scheme` names the scheme (default `"ecmp"`); every other key of `[lb]` is one of that scheme\'s '
@@ -554,3 +553,7 @@ def column_dictionary() -> str:
             _table(HTSIM_LINE_DOCS, "field"),
         ]
     )
+
+
+# The pages ``spraylab docs PAGE`` prints, by name.
+PAGES = {"config": config_reference, "columns": column_dictionary}

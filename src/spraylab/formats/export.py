@@ -106,3 +106,15 @@ def export(flows: pd.DataFrame, scenario: dict[str, Any], layout: str) -> Export
     lines = EXPORT_LAYOUTS.get(layout)(flows, done, naming)
     text = "\n".join(lines) + ("\n" if lines else "")
     return Exported(text, len(flows) - len(done), naming.note)
+
+
+def export_result(result_dir: str | Path, layout: str) -> Exported:
+    """A saved run's flows (``spraylab run --out DIR``) in ``layout``; a directory that holds no
+    complete result raises :class:`ExportError`."""
+    from spraylab.metrics.result import Result
+
+    try:
+        loaded = Result.load(result_dir)
+    except FileNotFoundError as exc:
+        raise ExportError(str(exc)) from None
+    return export(loaded.flows, loaded.scenario, layout)

@@ -9,6 +9,7 @@ not carry over) is their module's, in :mod:`spraylab.formats.importers`."""
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,62 @@ def read_base(path: str) -> dict[str, Any]:
     from spraylab.model.scenario import read_toml
 
     return absolutize(read_toml(path, "scenario"), Path(path).resolve().parent)
+
+
+@dataclass(frozen=True)
+class ImportedFile:
+    """A scenario file made by :func:`import_file`: its ``text`` (headed by the scenario card),
+    the validated ``scenario`` and the ``notes`` on what of the peer's run does not carry over."""
+
+    text: str
+    scenario: Scenario
+    notes: list[str]
+
+    def write(self, out: Path) -> None:
+        """Write the file to ``out`` (a new file) atomically."""
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(self.text, encoding="utf-8")
+        tmp.replace(out)
+
+
+def import_file(
+    tool: str,
+    topology: Path | None = None,
+    flows: Path | None = None,
+    out: Path | None = None,
+    base: str | None = None,
+    ignore: list[str] | None = None,
+    overrides: dict[str, Any] | None = None,
+    config: Path | None = None,
+) -> ImportedFile:
+    """``spraylab import``: the scenario file that runs ``tool``'s (``htsim``, ``ns3``) topology
+    and flow files as they are, to be written to ``out`` (which must not exist; None: printed,
+    paths relative to the working directory). ``base`` (a scenario file or ``example:NAME``)
+    gives the other sections; ``ignore`` the htsim keys to read and drop; ``config`` HPCC's
+    ``config.txt``. Every line of the inputs is checked now."""
+    import tomli_w
+
+    from spraylab.formats.importers import IMPORT_TOOLS
+    from spraylab.model.library import EXAMPLE_PREFIX, example_path
+    from spraylab.results.card import scenario_card
+
+    if tool not in IMPORT_TOOLS:
+        raise ScenarioError(
+            [f"import {tool!r}: unknown simulator; allowed: {', '.join(IMPORT_TOOLS.names())}"]
+        )
+    if topology is None and flows is None:
+        raise ScenarioError([f"import {tool}: give --topology and/or --flows"])
+    if out is not None and out.exists():
+        raise ScenarioError(
+            [f"--out {out}: exists; refusing to overwrite it (remove it or choose another name)"]
+        )
+    base_data = None
+    if base is not None:
+        base_data = read_base(str(example_path(base)) if base.startswith(EXAMPLE_PREFIX) else base)
+    data, scenario, notes = import_scenario(tool, topology, flows, out, base_data, ignore, overrides, config)
+    header = (
+        f"# Imported from {tool} by spraylab import.\n# "
+        + "\n# ".join(scenario_card(scenario).lines)
+        + "\n\n"
+    )
+    return ImportedFile(header + tomli_w.dumps(data), scenario, notes)

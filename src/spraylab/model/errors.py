@@ -225,7 +225,9 @@ def _of_kind(model: type[BaseModel], node: Any) -> type[BaseModel]:
     for registry in _KIND_REGISTRIES:
         if model is registry.base:
             return registry.model_of(node) or model
-    return model
+    # A section with fields from a registry (transport: the congestion controls' own sections)
+    registered = getattr(model, "registered_model", None)
+    return registered() if registered is not None else model
 
 
 def _section_model(annotation: Any) -> type[BaseModel] | None:

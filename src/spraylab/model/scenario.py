@@ -7,23 +7,28 @@ and what is allowed (:mod:`spraylab.model.errors`).
 
 Sections with a kind are registered, one module per kind: topologies in ``spraylab.topology``
 (:data:`~spraylab.topology.base.TOPOLOGIES`), workloads in ``spraylab.workload.kinds``
-(:data:`~spraylab.workload.base.WORKLOADS`), load balancers in ``spraylab.lb``. The switch and
-transport sections mirror the dataclasses the simulator reads (``SwitchParams``,
-``TransportParams``, ``DcqcnParams``) and take their defaults from them.
+(:data:`~spraylab.workload.base.WORKLOADS`), load balancers in ``spraylab.lb``, congestion
+controls (with their own ``[transport.NAME]`` sections) in ``spraylab.transport.cc``. The switch
+and transport sections mirror the dataclasses the simulator reads (``SwitchParams``,
+``TransportParams``, each congestion control's ``params_type``) and take their defaults from them.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializeAsAny,
     SerializerFunctionWrapHandler,
     ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+    create_model,
     field_validator,
     model_serializer,
     model_validator,
@@ -49,11 +54,8 @@ from spraylab.topology.base import TOPOLOGIES, LinkEvent, TopologySection
 from spraylab.topology.fat_tree import FatTreeTopology
 from spraylab.topology.leaf_spine import LeafSpineTopology
 from spraylab.topology.rail import RailTopology
-from spraylab.transport.cc.dctcp import DCTCP_SECTION_FIELD, DctcpSection
-from spraylab.transport.cc.hpcc import HPCC_SECTION_FIELD, HpccSection
-from spraylab.transport.cc.nscc import NSCC_SECTION_FIELD, NsccSection
-from spraylab.transport.cc.swift import SWIFT_SECTION_FIELD, SwiftSection
-from spraylab.transport.params import DcqcnParams, TransportParams
+from spraylab.transport.cc.base import cc_sections
+from spraylab.transport.params import DcqcnSection, TransportParams
 from spraylab.transport.registry import cc_modes, fluid_refused_cc, recovery_modes
 from spraylab.workload.base import WORKLOADS, WorkloadSection
 from spraylab.workload.kinds.all_to_all import AllToAllWorkload
@@ -119,7 +121,6 @@ Workload = WORKLOADS.field_type()
 
 _SWITCH = SwitchParams()
 _TRANSPORT = TransportParams()
-_DCQCN = DcqcnParams()
 
 
 class SwitchSection(Section):
@@ -168,29 +169,16 @@ class SwitchSection(Section):
         return to_params(self, SwitchParams)
 
 
-class DcqcnSection(Section):
-    """Defaults: ``spraylab.transport.params.DcqcnParams`` (ConnectX firmware, with sources)."""
-
-    g: float = param(_DCQCN, "g", gt=0, le=1)
-    alpha_timer: PositiveTimePs = param(_DCQCN, "alpha_timer_ps")
-    rate_decrease_interval: PositiveTimePs = param(_DCQCN, "rate_decrease_interval_ps")
-    increase_timer: PositiveTimePs = param(_DCQCN, "increase_timer_ps")
-    byte_counter: PositiveBytes = param(_DCQCN, "byte_counter_bytes")
-    fast_recovery_rounds: int = param(_DCQCN, "fast_recovery_rounds", ge=0)
-    rate_ai_per_100g: RateBps = param(_DCQCN, "rate_ai_bps_per_100g")
-    rate_hai_per_100g: RateBps = param(_DCQCN, "rate_hai_bps_per_100g")
-    min_rate: RateBps = param(_DCQCN, "min_rate_bps")
-    cnp_interval: TimePs = param(_DCQCN, "cnp_interval_ps")
-
-    def to_params(self) -> DcqcnParams:
-        return to_params(self, DcqcnParams)
+# The congestion controls' own sections of [transport] are left out of a scenario's dump at their
+# defaults, so scenarios written before a control existed keep their store keys; DCQCN's was
+# there from the start, and is always written.
+_ALWAYS_DUMPED = frozenset({"dcqcn"})
 
 
-# The congestion controls' own sections of [transport] added after DCQCN's: each is left out of
-# a scenario's dump at its defaults, so scenarios written before it existed keep their store keys.
-CC_SECTIONS = ("hpcc", "nscc", "dctcp", "swift")
-
-
+# The congestion controls' own sections (``[transport.dcqcn]``, ``[transport.nscc]``, ...) are
+# fields of TransportSection.registered_model(): this model with one field per registered control
+# that declares a ``params_section`` (its ``section_model``). Scenarios are validated against it
+# at validation time, so a control registered after this module was imported is usable at once.
 class TransportSection(Section):
     """Defaults and meaning: ``spraylab.transport.params.TransportParams``; ``cc`` and
     ``recovery`` name modes of ``spraylab.transport.registry``."""
@@ -210,11 +198,6 @@ class TransportSection(Section):
     ack_delay: TimePs = param(_TRANSPORT, "ack_delay_ps")
     ack_bytes: Literal["payload", "wire", "htsim"] = param(_TRANSPORT, "ack_bytes")
     window: BytesOrBdp = param(_TRANSPORT, "window_bytes")
-    dcqcn: DcqcnSection = DcqcnSection()
-    hpcc: HpccSection = HPCC_SECTION_FIELD
-    nscc: NsccSection = NSCC_SECTION_FIELD
-    dctcp: DctcpSection = DCTCP_SECTION_FIELD
-    swift: SwiftSection = SWIFT_SECTION_FIELD
 
     @field_validator("cc")
     @classmethod
@@ -256,19 +239,67 @@ class TransportSection(Section):
         data = handler(self)
         if self.ack_bytes == "payload":
             data.pop("ack_bytes", None)
-        for name in CC_SECTIONS:
-            section = getattr(self, name)
-            if section == type(section)():
-                data.pop(name, None)
+        for key in cc_sections():
+            section = getattr(self, key, None)
+            if key not in _ALWAYS_DUMPED and section is not None and section == type(section)():
+                data.pop(key, None)
         return data
 
     def to_params(self) -> TransportParams:
-        return to_params(
-            self,
-            TransportParams,
-            dcqcn=self.dcqcn.to_params(),
-            **{name: getattr(self, name).to_params() for name in CC_SECTIONS},
-        )
+        sections = cc_sections()
+        cc_params = {
+            key: to_params(getattr(self, key), cc.params_type)  # type: ignore[arg-type]
+            for key, cc in sections.items()
+            if key in type(self).model_fields
+        }
+        return to_params(self, TransportParams, tuple(sections), cc_params=cc_params)
+
+    @classmethod
+    def registered_model(cls) -> type[TransportSection]:
+        """This section with a field per registered congestion control's own section (its
+        ``section_model``, default its defaults), built once per set of registered sections."""
+        fields = tuple((key, cc.section_model, cc.section_description) for key, cc in cc_sections().items())
+        model = _REGISTERED.get(fields)
+        if model is None:
+            model = create_model(  # type: ignore[call-overload]
+                "TransportSection",
+                __base__=TransportSection,
+                __module__=__name__,
+                **{
+                    key: (section, Field(default=section(), description=doc or None))
+                    for key, section, doc in fields
+                },
+            )
+            model.__qualname__ = "TransportSection"
+            model.__doc__ = TransportSection.__doc__
+            _REGISTERED[fields] = model
+        return model
+
+    def __reduce__(self) -> Any:
+        # pickled (results sent back by sweep workers) as its dump, rebuilt on the registered model
+        return (_registered_transport, (self.model_dump(),))
+
+
+_REGISTERED: dict[tuple[Any, ...], type[TransportSection]] = {}
+
+
+def _registered_transport(data: dict[str, Any]) -> TransportSection:
+    return TransportSection.registered_model().model_validate(data)
+
+
+def _validate_transport(value: Any, handler: ValidatorFunctionWrapHandler) -> TransportSection:
+    """A ``[transport]`` table, validated against :meth:`TransportSection.registered_model` (a
+    ValidationError raised here joins the scenario's report, located under ``transport``)."""
+    model = TransportSection.registered_model()
+    if type(value) is model:
+        return value
+    if isinstance(value, TransportSection):  # built from the bare model, or before a registration
+        value = value.model_dump()
+    return model.model_validate(value)
+
+
+# The scenario's [transport] field: validated by the registered model, dumped with its fields.
+Transport = Annotated[SerializeAsAny[TransportSection], WrapValidator(_validate_transport)]
 
 
 # --- load balancer ------------------------------------------------------------------------
@@ -415,7 +446,7 @@ class Scenario(Section):
 
     topology: Topology = Field(default_factory=LeafSpineTopology)
     switch: SwitchSection = SwitchSection()
-    transport: TransportSection = TransportSection()
+    transport: Transport = Field(default_factory=lambda: TransportSection.registered_model()())
     lb: LbSection = Field(default_factory=LbSection)
     workload: list[Workload]
     run: RunSection = RunSection()

@@ -61,12 +61,16 @@ def param(defaults: object, name: str, **constraints: Any) -> Any:
     return Field(default=getattr(defaults, name), json_schema_extra={"param": name}, **constraints)
 
 
-def to_params(section: BaseModel, params_cls: type[P], **nested: Any) -> P:
+def to_params(section: BaseModel, params_cls: type[P], gathered: tuple[str, ...] = (), **nested: Any) -> P:
     """``params_cls`` built from ``section``'s linked fields; ``nested`` gives the fields that are
-    sections themselves (already converted). A field neither linked nor nested is an error, so a
-    new key cannot be silently dropped on its way to the simulator."""
-    kwargs: dict[str, Any] = {}
+    sections themselves (already converted), ``gathered`` the section fields the caller passed
+    on in one ``nested`` value (the congestion controls' sections, in ``cc_params``). A field
+    neither linked, nested nor gathered is an error, so a new key cannot be silently dropped on
+    its way to the simulator."""
+    kwargs: dict[str, Any] = {k: v for k, v in nested.items() if k not in type(section).model_fields}
     for key, info in type(section).model_fields.items():
+        if key in gathered:
+            continue
         if key in nested:
             kwargs[key] = nested[key]
             continue

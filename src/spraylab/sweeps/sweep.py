@@ -39,6 +39,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -407,6 +408,14 @@ class Plan:
 
     def __iter__(self) -> Any:  # ``todo, have = plan(...)``
         return iter((self.todo, self.have))
+
+    def state_of(self, point: Point) -> str:
+        """``done``, ``incomplete`` (stored as such, kept) or ``to run`` (``--dry-run`` lists them)."""
+        return self._states.get(point.key, "to run")
+
+    @cached_property
+    def _states(self) -> dict[str, str]:
+        return {p.key: "done" for p in self.have} | {p.key: "incomplete" for p in self.incomplete}
 
 
 def plan(sweep: Sweep, store: Store, force: bool = False, reuse_other_versions: bool = False) -> Plan:

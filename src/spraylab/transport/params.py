@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
+from spraylab.model.types import PositiveBytes, PositiveTimePs, RateBps, Section, TimePs, param, to_params
 from spraylab.net.framing import DATA_OVERHEAD_BYTES
-from spraylab.transport.cc.dctcp import DctcpParams
-from spraylab.transport.cc.hpcc import HpccParams
-from spraylab.transport.cc.nscc import NsccParams
-from spraylab.transport.cc.swift import SwiftParams
 
 # Bytes ``ack_every_bytes`` counts per data packet beyond its payload, per ``ack_bytes`` rule.
 # htsim's UEC sink adds each packet's size() (its MSS plus UecSrc::_hdr_size = 64 B) to the
@@ -52,6 +51,34 @@ class DcqcnParams:
     cnp_interval_ps: int = 4_000_000
 
 
+_DCQCN = DcqcnParams()
+
+
+class DcqcnSection(Section):
+    """Defaults: ``spraylab.transport.params.DcqcnParams`` (ConnectX firmware, with sources)."""
+
+    g: float = param(_DCQCN, "g", gt=0, le=1)
+    alpha_timer: PositiveTimePs = param(_DCQCN, "alpha_timer_ps")
+    rate_decrease_interval: PositiveTimePs = param(_DCQCN, "rate_decrease_interval_ps")
+    increase_timer: PositiveTimePs = param(_DCQCN, "increase_timer_ps")
+    byte_counter: PositiveBytes = param(_DCQCN, "byte_counter_bytes")
+    fast_recovery_rounds: int = param(_DCQCN, "fast_recovery_rounds", ge=0)
+    rate_ai_per_100g: RateBps = param(_DCQCN, "rate_ai_bps_per_100g")
+    rate_hai_per_100g: RateBps = param(_DCQCN, "rate_hai_bps_per_100g")
+    min_rate: RateBps = param(_DCQCN, "min_rate_bps")
+    cnp_interval: TimePs = param(_DCQCN, "cnp_interval_ps")
+
+    def to_params(self) -> DcqcnParams:
+        return to_params(self, DcqcnParams)
+
+
+def default_cc_params() -> dict[str, Any]:
+    """Every registered congestion control's parameters at their defaults, by section key."""
+    from spraylab.transport.cc.base import cc_sections
+
+    return {key: cc.params_type() for key, cc in cc_sections().items()}  # type: ignore[misc]
+
+
 @dataclass(frozen=True, slots=True)
 class TransportParams:
     cc: str = "dcqcn"  # a registered congestion control (spraylab.transport.cc)
@@ -72,11 +99,10 @@ class TransportParams:
     # Cap on bytes in flight per flow: 0 = none, or "bdp" = one base round trip of the flow's
     # route at line rate (IRN's BDP-FC; ConnectX's lossy-RoCE "TX window", off by default).
     window_bytes: int | str = 0
-    dcqcn: DcqcnParams = DcqcnParams()
-    hpcc: HpccParams = HpccParams()  # read when cc = "hpcc" (spraylab.transport.cc.hpcc)
-    nscc: NsccParams = NsccParams()  # read when cc = "nscc" (spraylab.transport.cc.nscc)
-    dctcp: DctcpParams = DctcpParams()  # read when cc = "dctcp" (spraylab.transport.cc.dctcp)
-    swift: SwiftParams = SwiftParams()  # read when cc = "swift" (spraylab.transport.cc.swift)
+    # Each congestion control's own parameters by its section key (``cc_params["nscc"]``, an
+    # NsccParams): one entry per registered control with a ``params_section``, of its
+    # ``params_type``; keys not given take the defaults. A control reads its own entry.
+    cc_params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Imported here: the registries import the modules that import this one.
@@ -87,3 +113,10 @@ class TransportParams:
             raise ValueError(f"ack_bytes {self.ack_bytes!r}: allowed: {', '.join(ACK_COUNTED_HEADER_BYTES)}")
         RECOVERIES.get(self.recovery)  # ValueError naming the allowed modes
         CONGESTION_CONTROLS.get(self.cc)
+        object.__setattr__(self, "cc_params", {**default_cc_params(), **self.cc_params})
+
+    @property
+    def dcqcn(self) -> DcqcnParams:
+        """DCQCN's parameters: the receiver paces CNPs by ``cnp_interval_ps`` (DCQCN's
+        notification point) under any control that asks for CNPs."""
+        return self.cc_params["dcqcn"]

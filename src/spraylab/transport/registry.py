@@ -52,15 +52,14 @@ def cc_parameters(name: str) -> tuple[str, list[tuple[str, Any, str]]]:
     """Congestion control ``name``'s own scenario section (``"transport.X"``, or "" for a
     control without one) and its parameters as (key, default, unit), the unit "" for a
     dimensionless number (``spraylab list``)."""
-    from spraylab.model.scenario import TransportSection
     from spraylab.transport.cc.base import CONGESTION_CONTROLS
 
-    section = getattr(CONGESTION_CONTROLS.get(name), "params_section", "")
-    if not section:
+    cc = CONGESTION_CONTROLS.get(name)
+    section = cc.params_section
+    if not section or cc.section_model is None:
         return "", []
-    model = TransportSection.model_fields[section].annotation
     rows = []
-    for key, field in model.model_fields.items():  # type: ignore[union-attr]
+    for key, field in cc.section_model.model_fields.items():
         unit = ""
         for meta in field.metadata:
             func = getattr(meta, "func", None)

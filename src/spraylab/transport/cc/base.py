@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, ClassVar
 from spraylab.transport.registry import Registry
 
 if TYPE_CHECKING:
+    from spraylab.model.types import Section
     from spraylab.net.packet import Packet
     from spraylab.net.routes import Route
     from spraylab.transport.params import TransportParams
@@ -49,9 +50,16 @@ class CongestionControl:
     # The fluid engines (run.engine != "packet") may stand in for it: they run every flow at
     # its converged max-min rate (docs/fluid.md). False refuses the scenario, with one line.
     fluid_engine: ClassVar[bool] = True
-    # The key of its own parameter section under [transport] ("" for none); `spraylab list`
-    # shows its parameters.
+    # Its own parameter section under [transport] ("" for none): the key (``[transport.nscc]``),
+    # the pydantic model that validates it (a spraylab.model.types.Section whose fields are
+    # ``param()``-linked to ``params_type``), the frozen dataclass the hooks read
+    # (``transport.cc_params[params_section]``) and the line the configuration reference shows.
+    # The scenario schema, TransportParams, `spraylab list` and `spraylab docs config` read these
+    # from the registry, so a control with parameters is this one file.
     params_section: ClassVar[str] = ""
+    section_model: ClassVar[type[Section] | None] = None
+    params_type: ClassVar[type | None] = None
+    section_description: ClassVar[str] = ""
 
     __slots__ = ()
 
@@ -103,5 +111,19 @@ def line_rate_bdp_packets(qp: QueuePair, line_rate_bps: float) -> float:
     return line_rate_bps * rtt_ps / 8e12 / qp.full_wire_bytes
 
 
-CONGESTION_CONTROLS: Registry[CongestionControl] = Registry("transport.cc", "spraylab.transport.cc")
+CONGESTION_CONTROLS: Registry[type[CongestionControl]] = Registry("transport.cc", "spraylab.transport.cc")
 register_cc = CONGESTION_CONTROLS.register
+
+
+def cc_sections() -> dict[str, type[CongestionControl]]:
+    """The congestion controls with a parameter section, by section key, in name order."""
+    found: dict[str, type[CongestionControl]] = {}
+    for name in CONGESTION_CONTROLS.names():
+        cc = CONGESTION_CONTROLS.classes[name]
+        if cc.params_section:
+            if cc.section_model is None or cc.params_type is None:
+                raise TypeError(
+                    f"congestion control {name!r}: params_section needs section_model and params_type"
+                )
+            found[cc.params_section] = cc
+    return found

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from spraylab.core._core import DcqcnKernel  # compiled: core/cc_dcqcn.pxi
 from spraylab.transport.cc.base import CongestionControl, register_cc
+from spraylab.transport.params import DcqcnParams, DcqcnSection
 
 if TYPE_CHECKING:
     from spraylab.transport.params import TransportParams
@@ -44,12 +45,15 @@ class Dcqcn(DcqcnKernel, CongestionControl):
     summary = "DCQCN reaction point with ConnectX firmware timing (CNP-driven rate control)"
     uses_cnp = True
     params_section: ClassVar[str] = "dcqcn"
+    section_model = DcqcnSection
+    params_type = DcqcnParams
+    section_description = "DCQCN reaction-point parameters (docs/congestion-control.md)"
 
     __slots__ = ("p",)
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
         super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
-        params = transport.dcqcn
+        params = transport.cc_params["dcqcn"]
         self.p = params
         self.line_rate_bps = line_rate_bps
         self.rate_ai_bps = params.rate_ai_bps_per_100g * line_rate_bps // 100_000_000_000

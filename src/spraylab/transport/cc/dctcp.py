@@ -27,8 +27,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Field
-
 from spraylab.core._core import DctcpKernel  # compiled: core/cc_dctcp.pxi
 from spraylab.model.types import Section, param, to_params
 from spraylab.transport.cc.base import CongestionControl, line_rate_bdp_packets, register_cc
@@ -76,12 +74,6 @@ class DctcpSection(Section):
         return to_params(self, DctcpParams)
 
 
-DCTCP_SECTION_FIELD = Field(
-    default=DctcpSection(),
-    description="DCTCP sender parameters, read when cc = 'dctcp' (docs/congestion-control.md)",
-)
-
-
 def dctcp_k_bytes_per_100g(base_rtt_ps: float) -> float:
     """The DCTCP paper's lower bound on the marking threshold, ``K > C x RTT / 7`` (section
     3.3, "Guidelines for choosing parameters": with it the queue's sawtooth never empties the
@@ -102,17 +94,23 @@ class Dctcp(DctcpKernel, CongestionControl):
     name = "dctcp"
     summary = "DCTCP: ECN window control, alpha from the marked fraction per window (g = 1/16)"
     params_section: ClassVar[str] = "dctcp"
+    section_model = DctcpSection
+    params_type = DctcpParams
+    section_description = "DCTCP sender parameters, read when cc = 'dctcp' (docs/congestion-control.md)"
+    # The fluid engines run it at max-min fair rates: equal flows on a bottleneck converge to
+    # equal windows under its AIMD (Chiu and Jain; tests/test_dctcp.py), as under DCQCN.
     fluid_engine = True
 
     __slots__ = ("p",)
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
         super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
-        self.p = params = transport.dctcp
+        self.p = params = transport.cc_params["dctcp"]
         # the parameters the rule reads, as the kernel's own fields
         self.g = params.g
         self.ai_packets = params.ai_packets
         self.min_window_packets = params.min_window_packets
+        # one BDP at line rate in full frames: the start window and the largest useful one
         self.w_max = max(params.min_window_packets, line_rate_bdp_packets(qp, line_rate_bps))
         self.w = self.w_max
         self.alpha = params.alpha_init

@@ -31,8 +31,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 from weakref import WeakKeyDictionary
 
-from pydantic import Field
-
 from spraylab.core._core import HpccKernel  # compiled: core/cc_hpcc.pxi
 from spraylab.model.types import RateBps, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, register_cc
@@ -93,11 +91,6 @@ class HpccSection(Section):
         return to_params(self, HpccParams)
 
 
-HPCC_SECTION_FIELD = Field(
-    default=HpccSection(),
-    description="HPCC sender parameters, read when cc = 'hpcc' (docs/congestion-control.md)",
-)
-
 # The fabric's largest base RTT, per network (traced once).
 _FABRIC_RTT_PS: WeakKeyDictionary[Network, float] = WeakKeyDictionary()
 
@@ -135,6 +128,9 @@ class Hpcc(HpccKernel, CongestionControl):
     # give), and its start-up burst and queue are outside their model.
     fluid_engine = False
     params_section: ClassVar[str] = "hpcc"
+    section_model = HpccSection
+    params_type = HpccParams
+    section_description = "HPCC sender parameters, read when cc = 'hpcc' (docs/congestion-control.md)"
 
     __slots__ = ("p",)
 
@@ -142,7 +138,7 @@ class Hpcc(HpccKernel, CongestionControl):
         from spraylab.net.routes import trace_route
 
         super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
-        params = transport.hpcc
+        params = transport.cc_params["hpcc"]
         self.p = params
         base_rtt = float(params.base_rtt_ps)
         if not base_rtt:

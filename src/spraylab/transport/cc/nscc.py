@@ -52,8 +52,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Field
-
 from spraylab.core._core import NsccKernel  # compiled: core/cc_nscc.pxi
 from spraylab.model.types import PositiveTimePs, RateBps, Section, TimePs, param, to_params
 from spraylab.transport.cc.base import CongestionControl, register_cc
@@ -189,12 +187,6 @@ class NsccSection(Section):
         return to_params(self, NsccParams)
 
 
-NSCC_SECTION_FIELD = Field(
-    default=NsccSection(),
-    description="NSCC sender parameters, read when cc = 'nscc' (docs/congestion-control.md)",
-)
-
-
 @register_cc
 class Nscc(NsccKernel, CongestionControl):
     """Per-QP NSCC state: the window ``cwnd_bytes``, the base RTT, the smoothed delay and the
@@ -210,12 +202,15 @@ class Nscc(NsccKernel, CongestionControl):
     # A window on delay and ECN, with a start-up at 1.5 BDP: outside the fluid engines' model.
     fluid_engine = False
     params_section: ClassVar[str] = "nscc"
+    section_model = NsccSection
+    params_type = NsccParams
+    section_description = "NSCC sender parameters, read when cc = 'nscc' (docs/congestion-control.md)"
 
     __slots__ = ("p",)
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
         super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
-        p = transport.nscc
+        p = transport.cc_params["nscc"]
         self.p = p
         net = qp.net
         self.frame_bytes = qp.full_wire_bytes

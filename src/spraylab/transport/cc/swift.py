@@ -33,7 +33,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import model_validator
 
 from spraylab.core._core import SwiftKernel  # compiled: core/cc_swift.pxi
 from spraylab.model.types import Bytes, PositiveTimePs, Section, TimePs, param, to_params
@@ -111,12 +111,6 @@ class SwiftSection(Section):
         return to_params(self, SwiftParams)
 
 
-SWIFT_SECTION_FIELD = Field(
-    default=SwiftSection(),
-    description="Swift sender parameters, read when cc = 'swift' (docs/congestion-control.md)",
-)
-
-
 @register_cc
 class Swift(SwiftKernel, CongestionControl):
     """Per-QP Swift state: the window ``cwnd`` (packets, fractional), the fixed part of the
@@ -129,6 +123,9 @@ class Swift(SwiftKernel, CongestionControl):
     name = "swift"
     summary = "Swift: delay-based window (target = base + hops + flow scaling), AI/MD on the RTT"
     params_section: ClassVar[str] = "swift"
+    section_model = SwiftSection
+    params_type = SwiftParams
+    section_description = "Swift sender parameters, read when cc = 'swift' (docs/congestion-control.md)"
     # The fluid engines run it at max-min fair rates: equal flows on a bottleneck converge to
     # equal windows under its AIMD (Chiu and Jain; tests/test_swift.py), as under DCQCN.
     fluid_engine = True
@@ -137,7 +134,7 @@ class Swift(SwiftKernel, CongestionControl):
 
     def __init__(self, qp: QueuePair, transport: TransportParams, line_rate_bps: int) -> None:
         super().__init__(qp, transport, line_rate_bps)  # the kernel binds its queue pair
-        self.p = p = transport.swift
+        self.p = p = transport.cc_params["swift"]
         self.line_rate_bps = line_rate_bps
         self.frame_bytes = qp.full_wire_bytes
         self.hops = switch_hops(qp)

@@ -1,12 +1,16 @@
-"""``spraylab study run|render|check``: the command line of studies (parse, call, print)."""
+"""``spraylab study run|render|check`` and ``spraylab validate``: the command line of studies
+(:mod:`spraylab.study`: parse, call, print)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
+
+from spraylab.cli.common import UsageError, check_executor, console, err_console, run_with_progress
+from spraylab.study.files import default_store, resolve_study
 
 study_app = typer.Typer(
     add_completion=False,
@@ -18,55 +22,6 @@ ProfileOption = Annotated[
     str | None,
     typer.Option("--profile", help="A size profile of the study (e.g. quick): overrides every sweep"),
 ]
-
-
-def is_study_file(path: Path) -> bool:
-    """A TOML file with ``[[sweep]]`` tables is a study (a sweep file has ``[axes]``)."""
-    import tomllib
-
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, ValueError):
-        return False
-    return isinstance(data.get("sweep"), list)
-
-
-def packaged_studies() -> list[str]:
-    from importlib import resources
-
-    return sorted(
-        p.name.removesuffix(".toml")
-        for p in resources.files("spraylab.studies").iterdir()
-        if p.name.endswith(".toml")
-    )
-
-
-def resolve_study(name: str | Path) -> Path:
-    """A study file, or the name of a study packaged with spraylab (``validation``)."""
-    from importlib import resources
-
-    from spraylab.cli import UsageError
-
-    path = Path(name)
-    if path.is_file():
-        return path
-    packaged = resources.files("spraylab.studies") / f"{name}.toml"
-    if packaged.is_file():
-        return Path(str(packaged))
-    raise UsageError(
-        f"study {str(name)!r}: no such file or packaged study; packaged: {', '.join(packaged_studies())}"
-    )
-
-
-def _console() -> tuple[Any, Any]:
-    from spraylab.cli import console, err_console
-
-    return console, err_console
-
-
-def default_store(study: Any) -> Path:
-    suffix = f"-{study.profile}" if study.profile else ""
-    return Path("out") / f"study-{study.name}{suffix}"
 
 
 def run(
@@ -81,18 +36,12 @@ def run(
     reuse_other_versions: bool,
     profile: str | None,
 ) -> None:
-    from spraylab.cli import UsageError, run_with_progress
     from spraylab.results.store import Store, StoreError
     from spraylab.study.definition import Study
     from spraylab.study.run import run_study
-    from spraylab.sweeps.executors import EXECUTORS
     from spraylab.sweeps.sweep import plan
 
-    console, err_console = _console()
-    if executor not in EXECUTORS:
-        raise UsageError(EXECUTORS.unknown(executor))
-    if address and executor != "ray":
-        raise UsageError("--address: only meaningful with --executor ray")
+    check_executor(executor, address)
     study = Study.load(resolve_study(study_file), profile)
     target = out or default_store(study)
     from spraylab.results.output import check_target
@@ -196,11 +145,9 @@ def render_command(
     stored runs. Points the store lacks show as "not run" and their claims as missing."""
     import json
 
-    from spraylab.cli import UsageError
     from spraylab.study.definition import Study
     from spraylab.study.render import RenderError, check_page_target, render, write_page
 
-    console, err_console = _console()
     record_path = store / "study.json"
     if not record_path.is_file():
         raise UsageError(
@@ -245,7 +192,6 @@ def check_command(
     """Validate a study (its sweeps, claims and template) without running anything."""
     from spraylab.study.definition import Study
 
-    console, _ = _console()
     study = Study.load(resolve_study(study_file), profile)
     total = sum(len(s.points) for s in study.sweeps.values())
     console.print(
@@ -259,13 +205,11 @@ def validate(page: Path | None, only: list[str] | None, quick: bool, store: Path
     """``spraylab validate``: run the packaged validation study (``--quick``: its profile quick),
     print the verdicts, and render ``docs/validation.md`` when asked. Exit code 1 if a claim is
     not met."""
-    from spraylab.cli import UsageError
     from spraylab.study.definition import Study
     from spraylab.study.render import check_page_target, render, write_page
     from spraylab.study.run import run_study
     from spraylab.sweeps.progress import SweepProgress
 
-    console, err_console = _console()
     study = Study.load(resolve_study("validation"), "quick" if quick else None)
     for name in only or []:
         if name not in study.sweeps:

@@ -1,0 +1,5 @@
+"""``python -m spraylab.cli``: the ``spraylab`` command."""
+
+from spraylab.cli import main
+
+main()
