@@ -140,7 +140,7 @@ def test_a_python_subclass_of_a_compiled_control_runs_its_override_and_the_same_
     ACK), and since it calls the kernel's rule, the model is the same to the bit: every flow's
     window trajectory, hence every packet's send time, is the compiled run's (the hook
     contract, module docstring, for the count)."""
-    from spraylab.cli import load_scenario
+    from spraylab.model.library import load_scenario
 
     CONGESTION_CONTROLS.register(CountedNscc)
     CountedNscc.acks[0] = 0
