@@ -25,6 +25,7 @@ from spraylab.lb.base import make_lb
 from spraylab.model.scenario import Scenario
 from spraylab.net.network import Network
 from spraylab.net.wiring import SwitchParams
+from spraylab.runs.experiment import run
 from spraylab.transport.params import TransportParams
 from spraylab.workload.flows import FlowSpec
 
@@ -86,3 +87,35 @@ def test_defaults_stay_out_of_the_dumped_scenario() -> None:
     )
     dumped = scenario.model_dump()["topology"]["events"][0]
     assert "direction" not in dumped and "scale_queue" not in dumped
+
+
+@pytest.mark.parametrize("engine", ["packet", "fluid"])
+def test_forward_degrade_slows_one_direction_only(engine: str) -> None:
+    """Two hosts under one spine exchange 4 MB each way (a permutation of two). Degrading the
+    spine-to-leaf1 direction to a quarter leaves h0 -> h1 a quarter of the rate (max-min on one
+    bottleneck: FCT about 4x) and h1 -> h0 its full rate, on both engines."""
+    scenario = Scenario.from_dict(
+        {
+            "topology": {
+                "kind": "leaf_spine",
+                "leaves": 2,
+                "spines": 1,
+                "hosts_per_leaf": 1,
+                "host_rate": "100Gbps",
+                "events": [
+                    {
+                        "link": ["spine0", "leaf1"],
+                        "action": "degrade",
+                        "rate_fraction": 0.25,
+                        "direction": "forward",
+                    }
+                ],
+            },
+            "transport": {"recovery": "ideal", "cc": "none"},
+            "workload": {"kind": "permutation", "size": "4MB"},
+            "run": {"engine": engine, "progress": False},
+        }
+    )
+    flows = run(scenario).flows.set_index("src")
+    slow, fast = float(flows.loc[0, "fct_ps"]), float(flows.loc[1, "fct_ps"])
+    assert 3.6 < slow / fast < 4.2
