@@ -5,6 +5,7 @@ REPS's recycling rules; plus parameter validation and determinism."""
 from __future__ import annotations
 
 import random
+from collections import Counter
 from types import SimpleNamespace
 
 import pytest
@@ -82,6 +83,9 @@ def test_all_baselines_registered() -> None:
         ("reps", {"buffer": 0}),
         ("reps", {"freeze_us": 0}),
         ("reps", {"bufer": 8}),  # unknown key
+        ("reps", {"paths": 48}),  # not a power of two
+        ("reps", {"paths": 0}),
+        ("reps", {"paths": 1 << 17}),
     ],
 )
 def test_bad_params_rejected(name: str, params: dict) -> None:
@@ -542,6 +546,19 @@ def test_reps_fifo_unit() -> None:
     lb.on_nack(qp, ack(8, ecn=True))
     assert lb.entropy(qp, 0) == 7
     assert lb.kernel.recycled == 3 + 4 + 2 + 1
+
+
+def test_reps_fresh_entropies_uniform_over_paths() -> None:
+    """uet-htsim's REPS draws a fresh entropy uniformly from 0 .. paths - 1 (uec_mp.cpp
+    UecMpReps::nextEntropy, rand() % 64): with paths = 64, 64,000 draws stay below 64 and fill
+    every value; each count is Binomial(64000, 1/64) (mean 1000, sd 31), so all within 6 sd
+    (a chance miss is below 1e-7 over the 64). With the default every 16-bit value may come."""
+    lb, qp, sim = reps_with_fake_qp(paths=64)
+    counts = Counter(lb.entropy(qp, 0) for _ in range(64_000))
+    assert set(counts) == set(range(64))
+    assert all(abs(n - 1000) <= 6 * 31 for n in counts.values())
+    lb, qp, sim = reps_with_fake_qp()
+    assert max(lb.entropy(qp, 0) for _ in range(10_000)) >= 1 << 15
 
 
 def test_reps_trim_nack_strikes_its_entropy() -> None:

@@ -12,6 +12,9 @@ test against the theory it names (docs/design.md, "Packet trimming and the uec m
   only on the drop path, drawing no random number);
 * the RTO is the backstop for losses trimming cannot report (a lossy link);
 * a header whose PSN already arrived is ACKed, not NACKed;
+* the receiver ACKs at once what uet-htsim's UecSink does (uec.cpp processData): the first
+  packet, every retransmission (its sender sets ``ar`` on each resend) and, after such a request,
+  the in-order arrival that leaves no out-of-order packet; the rest waits for 16 KiB;
 * bad combinations are refused with one line.
 """
 
@@ -285,6 +288,38 @@ def test_a_header_of_a_psn_already_received_is_acked_not_nacked() -> None:
     assert rx.acks_sent == acks + 1  # PSN 0: held
     assert rx.nacks_sent == nacks + 1  # PSN 3: not held
     assert rx.trimmed_headers == 2
+
+
+def test_uec_receiver_acks_first_packet_retransmissions_and_drained_requests_at_once() -> None:
+    """htsim's ACK rule (UecSink::processData): an ACK per 16384 counted bytes (four 4 KiB
+    packets here), and at once for the first packet, for every retransmission (``ar``) and,
+    after an ``ar``, for the in-order arrival that leaves no out-of-order packet behind."""
+    sim = Simulator(1)
+    net = Network(
+        sim,
+        leaf_spine(2, 2, 8, 100 * G, 100 * G, 1 * US),
+        SwitchParams(trimming=True),
+        TransportParams(cc="none", recovery="uec", ack_every=0, ack_every_bytes=16384, ack_bytes="htsim"),
+        make_lb("ecmp", None),
+    )
+    net.add_flows([FlowSpec(0, 8, 0, 100 * 4096)])
+    qp = net.qps[0]
+    rx = qp.rx
+
+    def arrive(psn: int, retx: bool = False) -> int:
+        pkt = Packet(DATA, qp, qp.src, qp.dst, psn, DATA_WIRE, 4096, 0, 0, 0)
+        pkt.retx = retx
+        before = rx.acks_sent
+        rx.on_data(pkt)
+        return rx.acks_sent - before
+
+    assert arrive(0) == 1  # the first packet
+    assert [arrive(1), arrive(3)] == [0, 0]  # 2 x (4096 + 64) B counted: below 16384
+    assert arrive(4, retx=True) == 1  # a retransmission, out of order: ACKed, request stays
+    assert arrive(5) == 0  # out of order, and the count restarted at the last ACK
+    assert arrive(2) == 1  # fills the hole, nothing out of order left: the request is answered
+    assert [arrive(6), arrive(7), arrive(8)] == [0, 0, 0]
+    assert arrive(9) == 1  # the fourth packet since the last ACK: 4 x 4160 B >= 16384
 
 
 # --- bad combinations ---------------------------------------------------------------------------

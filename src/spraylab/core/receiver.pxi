@@ -371,7 +371,38 @@ cdef class UecReceiver(IdealReceiver):
     PSN out of order and SACKs cumulatively as :class:`IdealReceiver` does (its ``on_data``),
     and answers the header of a trimmed packet (``on_trimmed``) at once: a NACK naming that PSN
     in ``sack_psn`` (``psn`` carries the ePSN, as every NACK here), or, if that PSN is already
-    here (another copy arrived), an ACK, so the sender does not resend it."""
+    here (another copy arrived), an ACK, so the sender does not resend it.
+
+    Besides its coalescing (``ack_every_bytes``), ECN marks and the sender's ``ack_request``,
+    it ACKs at once what uet-htsim's UecSink ACKs at once (``uec.cpp`` ``processData``): the
+    first packet (``_received_bytes == 0``), every retransmission (UecSrc sets ``ar`` on every
+    resend, ``sendRtxPacket``; a resend carries ``retx``, so the receiver reads it as the flag)
+    and, once an ``ar`` packet arrived, the in-order arrival after which no out-of-order packet
+    is left (``_ack_request``). Each ACK echoes its packet's entropy: these are the echoes of
+    the resent packets' new paths, the feedback a path-aware scheme (REPS) learns from when
+    trimming is heavy (benchmarks/nscc_side_by_side.md, failed links)."""
+
+    cdef public bint ack_requested  # an ``ar`` packet arrived with out-of-order packets left
+
+    cpdef on_data(self, Packet pkt):
+        cdef int64_t psn = pkt.psn, epsn, last
+        cdef bytearray received
+        if pkt.retx or self.n_arrived == 0:
+            pkt.ack_request = True
+        if pkt.ack_request:
+            self.ack_requested = True
+        if self.ack_requested and psn == self.epsn:
+            # In order: does it leave no out-of-order packet (the ePSN it moves to passes the
+            # highest PSN seen)? Then it is ACKed at once and the request is answered.
+            received = self.received
+            epsn = psn + 1
+            while epsn < self.n_packets and received[epsn]:
+                epsn += 1
+            last = psn if psn > self.max_psn_seen else self.max_psn_seen
+            if last < epsn:
+                pkt.ack_request = True
+                self.ack_requested = False
+        IdealReceiver.on_data(self, pkt)
 
     cpdef on_trimmed(self, Packet pkt):
         self.trimmed_headers += 1

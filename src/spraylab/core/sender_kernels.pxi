@@ -93,12 +93,16 @@ cdef class RepsKernel(SenderKernel):
     cdef Simulator sim
     cdef object getrandbits
     cdef public bint recycle_overtaken
+    # Fresh entropies are 0 .. paths - 1 (a power of two up to 2^16): the low bits of the same
+    # 16-bit draw, so paths = 2^16 draws exactly what it drew before the parameter existed.
+    cdef public int64_t paths_mask
     cdef public int64_t fresh, recycled, frozen_reuses, overtaken_skipped
 
-    def __init__(self, Simulator sim, getrandbits, bint recycle_overtaken) -> None:
+    def __init__(self, Simulator sim, getrandbits, bint recycle_overtaken, int64_t paths=65536) -> None:
         self.sim = sim
         self.getrandbits = getrandbits
         self.recycle_overtaken = recycle_overtaken
+        self.paths_mask = paths - 1
         self.fresh = self.recycled = self.frozen_reuses = self.overtaken_skipped = 0
 
     cdef int64_t entropy(self, QueuePair qp, int64_t psn) except -1:
@@ -124,7 +128,7 @@ cdef class RepsKernel(SenderKernel):
             self.frozen_reuses += 1
             return flow._good[i]
         self.fresh += 1
-        return self.getrandbits(16)
+        return self.getrandbits(16) & self.paths_mask
 
     cpdef int echo(self, RepsFlow flow, Packet pkt) except -1:
         """An ACK's echo. ``pkt.psn`` is the receiver's cumulative PSN after the echoed packet

@@ -397,7 +397,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
     cap_events: list[tuple[float, int, str, list[int], float]] = []
     for order, event in enumerate(run.events):
         a, b = event.link
-        lids = _event_links(ff, a, b, event.parallel)
+        lids = _event_links(ff, a, b, event.parallel, event.direction)
         cap_events.extend(LINK_ACTIONS.get(event.action).fluid_events(event, order, lids) or ())
     heapq.heapify(cap_events)
 
@@ -597,11 +597,14 @@ def _restricted(routes: _Routes, rows: np.ndarray) -> tuple[Problem, np.ndarray,
     return sub, rows[sub.entry_flow], acks, rows[acks.entry_flow]
 
 
-def _event_links(ff: FluidFabric, a: str, b: str, parallel: int | None) -> list[int]:
-    """Directed links of a link event, both directions, as ``Network.ports_between``."""
+def _event_links(ff: FluidFabric, a: str, b: str, parallel: int | None, direction: str = "both") -> list[int]:
+    """Directed links of a link event, both directions (or ``forward``: from ``a`` to ``b``
+    only), as ``Network.ports_between``."""
     ia, ib = ff.node_index[a], ff.node_index[b]
     forward = [lid for lid in range(ff.n_links) if ff.link_src[lid] == ia and ff.link_dst[lid] == ib]
     backward = [lid for lid in range(ff.n_links) if ff.link_src[lid] == ib and ff.link_dst[lid] == ia]
+    if direction == "forward":
+        backward = []
     if parallel is None:
         return forward + backward
     if not 0 <= parallel < len(forward):
@@ -612,7 +615,7 @@ def _event_links(ff: FluidFabric, a: str, b: str, parallel: int | None) -> list[
                 f"topology.events.parallel = {parallel}: index 0..{len(forward) - 1} ({a!r} and {b!r} have {len(forward)} parallel link(s))"
             ]
         )
-    return [forward[parallel], backward[parallel]]
+    return [forward[parallel], *backward[parallel : parallel + 1]]
 
 
 def _real_tx(routes: _Routes, tx: np.ndarray, rate_bps: np.ndarray, up: np.ndarray) -> np.ndarray:

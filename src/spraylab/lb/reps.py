@@ -5,7 +5,8 @@ Per queue pair:
 * a FIFO (capacity ``buffer``, default 8) of entropies whose ACK came back **without** ECN:
   each clean ACK appends its echoed entropy (when full, the oldest is overwritten);
 * each packet (retransmissions too) takes the oldest recycled entropy if any, else a fresh
-  random 16-bit one (so a flow explores while its first window of ACKs is in flight);
+  random one out of ``paths`` values (so a flow explores while its first window of ACKs is in
+  flight);
 * an ECN-marked ACK's entropy is not recycled; it is also struck from the FIFO and from the
   known-good list below, so the newest feedback about an entropy wins;
 * NACKs (go-back-N / selective repeat) echo the entropy of a packet that *did* cross the
@@ -23,6 +24,20 @@ Per queue pair:
   confirmed: a list of *distinct* entropies would keep one whose path died, as long as fewer
   than ``buffer`` other entropies came back since (a sprayed flow recycles the same few). With
   no known-good entropy at all the sender must explore, so it still draws a fresh one.
+
+**Entropy space (``paths``).** Default 65536: any 16-bit entropy (the UDP source port of
+RoCEv2 and UEC), so fresh draws spread a flow's packets uniformly over its equal-cost paths.
+uet-htsim's REPS (``uec_mp.cpp`` ``UecMpReps::nextEntropy``) draws ``rand() % _no_of_paths``
+with ``path_entropy_size = 64`` (``main_uec.cpp``, option ``-paths``): 64 values hashed onto
+the 16 inter-pod paths of a k = 8 fat-tree give every flow a fixed, uneven share per path (64
+balls in 16 bins: its busiest path gets about twice the mean, its busiest ToR uplink about 1.26
+times), and with an ACK per 16 KiB (one echo per four packets) ~80% of packets are fresh draws,
+so REPS corrects only part of it. Measured on htsim's 128-host permutations
+(``benchmarks/nscc_side_by_side.md``): with 16-bit entropies spraylab's REPS took half the ECN
+marks it takes with 64, 13% fewer ACKs than htsim (a marked packet is ACKed at once), no trims
+where htsim trims, and a p99 FCT 7% below htsim's; with ``paths = 64`` its ACKs, trims and FCTs
+are htsim's (pooled p99 within 1%). A power of two: the kernel keeps the low bits of the
+16-bit draw, so the default draws exactly what it drew before.
 
 Default ``freeze_us`` = 1000 µs, the transport's default RTO: a timeout is only detected an
 RTO after the loss, so a shorter freeze would resume exploring (and may hit the failed path
@@ -50,7 +65,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from spraylab.core._core import RepsFlow, RepsKernel  # compiled: core/sender_kernels.pxi
 from spraylab.lb.base import LbParams, LoadBalancer, is_builtin_hook, register
@@ -64,11 +79,25 @@ if TYPE_CHECKING:
 
 class RepsParams(LbParams):
     buffer: int = Field(default=8, ge=1, le=4096, description="recycled-entropy FIFO capacity")
+    paths: int = Field(
+        default=1 << 16,
+        ge=1,
+        le=1 << 16,
+        description="fresh entropies are drawn from 0 .. paths - 1 (a power of two)",
+    )
     freeze_us: float = Field(default=1000.0, gt=0, description="freeze duration after a timeout")
     recycle_overtaken: bool = Field(
         default=True,
         description="recycle the entropy of an ACK whose packet was overtaken (the paper's rule)",
     )
+
+    @field_validator("paths")
+    @classmethod
+    def _power_of_two(cls, paths: int) -> int:
+        # The kernel keeps the low bits of a 16-bit draw: uniform only over a power of two.
+        if paths & (paths - 1):
+            raise ValueError("must be a power of two from 1 to 65536, e.g. 64")
+        return paths
 
 
 @register
@@ -91,7 +120,8 @@ class Reps(LoadBalancer):
         super().setup(net)
         self.sim = net.sim
         recycle_overtaken: bool = self.params.recycle_overtaken  # type: ignore[attr-defined]
-        self.kernel = RepsKernel(net.sim, net.sim.derive_rng(0x8E95).getrandbits, recycle_overtaken)
+        paths: int = self.params.paths  # type: ignore[attr-defined]
+        self.kernel = RepsKernel(net.sim, net.sim.derive_rng(0x8E95).getrandbits, recycle_overtaken, paths)
 
     def init_qp(self, qp: SenderView) -> None:
         # The per-packet rules run compiled (RepsKernel), unless a subclass changed them in Python.

@@ -90,25 +90,47 @@ class Network:
         finish_links(self)  # after the scheme: the ToR bypass depends on its programs
 
     # --- failures and asymmetry (spraylab.net.failures) ---------------------------------
-    def ports_between(self, a: str, b: str, parallel: int | None = None) -> list[Port]:
-        """Both directions of the links between ``a`` and ``b``: all parallel links, or only
-        the ``parallel``-th (0-based, in the fabric's link order)."""
-        return failures.ports_between(self, a, b, parallel)
+    def ports_between(
+        self, a: str, b: str, parallel: int | None = None, direction: str = "both"
+    ) -> list[Port]:
+        """Both directions of the links between ``a`` and ``b`` (``direction = "forward"``:
+        only from ``a`` to ``b``): all parallel links, or only the ``parallel``-th (0-based, in
+        the fabric's link order)."""
+        return failures.ports_between(self, a, b, parallel, direction)
 
     def schedule_link_down(
-        self, at_ps: int, a: str, b: str, convergence_ps: int, parallel: int | None = None
+        self,
+        at_ps: int,
+        a: str,
+        b: str,
+        convergence_ps: int,
+        parallel: int | None = None,
+        direction: str = "both",
     ) -> None:
-        failures.schedule_link_down(self, at_ps, a, b, convergence_ps, parallel)
+        failures.schedule_link_down(self, at_ps, a, b, convergence_ps, parallel, direction)
 
     def schedule_link_rate(
-        self, at_ps: int, a: str, b: str, fraction: float, parallel: int | None = None
+        self,
+        at_ps: int,
+        a: str,
+        b: str,
+        fraction: float,
+        parallel: int | None = None,
+        direction: str = "both",
+        scale_queue: bool = False,
     ) -> None:
-        failures.schedule_link_rate(self, at_ps, a, b, fraction, parallel)
+        failures.schedule_link_rate(self, at_ps, a, b, fraction, parallel, direction, scale_queue)
 
     def schedule_link_loss(
-        self, at_ps: int, a: str, b: str, loss_rate: float, parallel: int | None = None
+        self,
+        at_ps: int,
+        a: str,
+        b: str,
+        loss_rate: float,
+        parallel: int | None = None,
+        direction: str = "both",
     ) -> None:
-        failures.schedule_link_loss(self, at_ps, a, b, loss_rate, parallel)
+        failures.schedule_link_loss(self, at_ps, a, b, loss_rate, parallel, direction)
 
     def base_rate(self, port: Port) -> int:
         return failures.base_rate(self, port)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from spraylab.model.kinds import KindRegistry
 from spraylab.model.types import Section, TimePs
@@ -37,14 +37,38 @@ class LinkEvent(Section):
         ge=0,
         description="only the n-th (0-based) of parallel links between the two; default all",
     )
+    direction: Literal["both", "forward"] = Field(
+        default="both",
+        description="both directions, or forward: only from link[0] to link[1]",
+    )
+    scale_queue: bool = Field(
+        default=False,
+        description=(
+            "action degrade: the port's ECN thresholds and its queue cap (switch.port_buffer) "
+            "scale with rate_fraction too, as uet-htsim's failed links"
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _scale_queue_degrades(self) -> LinkEvent:
+        if self.scale_queue and self.action != "degrade":
+            raise ValueError(
+                f"topology.events[].scale_queue = true: only with action = 'degrade', not {self.action!r}"
+            )
+        return self
 
     @model_serializer(mode="wrap")
     def _dump(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out when None (all links): TOML has no null, and a dumped scenario identifies a
-        # run, so scenarios written before the option existed stay the same runs.
+        # Left out at their defaults (None: all links; both directions; rate only): TOML has
+        # no null, and a dumped scenario identifies a run, so scenarios written before the
+        # options existed stay the same runs.
         data = handler(self)
         if self.parallel is None:
             data.pop("parallel", None)
+        if self.direction == "both":
+            data.pop("direction", None)
+        if not self.scale_queue:
+            data.pop("scale_queue", None)
         return data
 
 

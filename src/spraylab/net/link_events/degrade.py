@@ -17,7 +17,9 @@ class Degrade(LinkAction):
 
     def schedule(self, net: Network, event: LinkEvent) -> None:
         a, b = event.link
-        net.schedule_link_rate(event.at, a, b, event.rate_fraction, event.parallel)
+        net.schedule_link_rate(
+            event.at, a, b, event.rate_fraction, event.parallel, event.direction, event.scale_queue
+        )
 
     def fluid_events(self, event: LinkEvent, order: int, links: list[int]) -> list[CapEvent]:
         return [(float(event.at), 2 * order, "degrade", links, event.rate_fraction)]

@@ -18,7 +18,7 @@ class Down(LinkAction):
 
     def schedule(self, net: Network, event: LinkEvent) -> None:
         a, b = event.link
-        net.schedule_link_down(event.at, a, b, event.convergence, event.parallel)
+        net.schedule_link_down(event.at, a, b, event.convergence, event.parallel, event.direction)
 
     def fluid_events(self, event: LinkEvent, order: int, links: list[int]) -> list[CapEvent]:
         return [

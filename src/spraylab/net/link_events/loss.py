@@ -18,7 +18,7 @@ class Loss(LinkAction):
 
     def schedule(self, net: Network, event: LinkEvent) -> None:
         a, b = event.link
-        net.schedule_link_loss(event.at, a, b, event.loss_rate, event.parallel)
+        net.schedule_link_loss(event.at, a, b, event.loss_rate, event.parallel, event.direction)
 
 
 LINK_ACTIONS.register(Loss())

@@ -9,7 +9,9 @@ and forwarded at priority; ``spraylab.core`` ``c_trim``).
   then (as the ideal receiver's ``rank``), so the sender knows exactly what arrived and a lost
   ACK is repaired by any later one. ACK coalescing is the transport's (``ack_every``,
   ``ack_every_bytes``; htsim's rule is ``ack_every = 0, ack_every_bytes = 16384, ack_bytes =
-  "htsim"``); an ECN-marked arrival is acknowledged at once.
+  "htsim"``); an ECN-marked arrival is acknowledged at once, and so are, as uet-htsim's
+  UecSink does, the first packet, every retransmission (htsim's ``ar`` flag on resends) and,
+  after such a request, the in-order arrival that leaves nothing out of order.
 * **Trimmed header**: the receiver NACKs its PSN at once (one NACK per header, no NACK timer),
   or ACKs it if another copy of that PSN already arrived.
 * **Sender** (:class:`UecRecovery`): a NACK resends the PSN it names, unless it was SACKed since
