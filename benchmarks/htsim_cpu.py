@@ -34,10 +34,10 @@ from nscc_side_by_side import (  # noqa: E402  (a sibling script, not a package)
 )
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> dict[str, float]:
+def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> dict[str, float]:
     """Run ``cmd`` to completion: its user CPU and peak RSS (the kernel's accounting)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
@@ -80,14 +80,15 @@ def main() -> None:
         rate = topo_rate_gbps(topo)
         scenario, _ = spraylab_scenario(cm, topo, args.scheme, probe["settings"], rate, args.work)
         htsim_cmd = [
-            str(args.htsim), "-tm", str(cm), "-topo", str(topo), "-load_balancing_algo", args.scheme,
-            "-end", str(htsim_end_us(cm, rate)), "-o", str(args.work / "htsim.dat"),
+            str(args.htsim.resolve()), "-tm", str(cm.resolve()), "-topo", str(topo.resolve()),
+            "-load_balancing_algo", args.scheme, "-end", str(htsim_end_us(cm, rate)),
+            "-o", str((args.work / "htsim.dat").resolve()),
         ]  # fmt: skip
         out = args.work / f"spraylab_{cm.stem}_timed"
         spraylab_cmd = [sys.executable, "-m", "spraylab.cli", "run", str(scenario), "--out", str(out)]
         runs: dict[str, list[dict[str, float]]] = {"htsim": [], "spraylab": []}
         for _ in range(args.repeat):  # alternating, so machine load hits both alike
-            runs["htsim"].append(timed(htsim_cmd))
+            runs["htsim"].append(timed(htsim_cmd, cwd=args.work))  # its idmap.txt goes there
             subprocess.run(["rm", "-rf", str(out)], check=True)
             runs["spraylab"].append(timed(spraylab_cmd, env))
         hops = packet_hops(out)

@@ -72,22 +72,23 @@ def htsim_run(binary: Path, cm: Path, topo: Path, scheme: str, work: Path, faile
     log = work / f"htsim_{stem}.dat"
     end_us = htsim_end_us(cm, topo_rate_gbps(topo))
     cmd = [
-        str(binary),
+        str(binary.resolve()),
         "-tm",
-        str(cm),
+        str(cm.resolve()),
         "-topo",
-        str(topo),
+        str(topo.resolve()),
         "-load_balancing_algo",
         scheme,
         "-end",
         str(end_us),
         "-o",
-        str(log),
+        str(log.resolve()),
     ]
     if failed:
         cmd += ["-failed", str(failed)]
     t0 = time.monotonic()
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    # in the work directory: htsim writes its node-id map (idmap.txt) into its working directory
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=work).stdout
     wall = time.monotonic() - t0
     (work / f"htsim_{stem}.out").write_text(out)
     starts: dict[int, float] = {}
