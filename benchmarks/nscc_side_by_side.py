@@ -56,6 +56,9 @@ SPRAYLAB_LB = {
     # uec_mp.cpp UecMpReps::nextEntropy): on a k = 8 fat-tree that entropy space, not REPS's
     # rules, sets how unevenly a flow's packets spread (lb/reps.py, "Entropy space").
     "reps": {"lb.scheme": "reps", "lb.paths": "64"},
+    # one entropy per flow (htsim ``oblivious`` with ``-paths 1``: uec_mp.cpp UecMpOblivious then
+    # returns the flow's fixed random entropy every time): per-flow ECMP, as spraylab's ``ecmp``
+    "ecmp": {"lb.scheme": "ecmp"},
 }
 FLOW_LINE = re.compile(r"^Flow (\S+) flowId (\d+) .*?(starting|finished) at ([0-9.eE+-]+)")
 FAILED_LINE = re.compile(r"^Adding link failure for agg_sw (\d+) l (\d+) b (\d+)")
@@ -65,10 +68,21 @@ def case_stem(cm: Path, scheme: str, failed: int) -> str:
     return f"{cm.stem}_{scheme}" + (f"_failed{failed}" if failed else "")
 
 
-def htsim_run(binary: Path, cm: Path, topo: Path, scheme: str, work: Path, failed: int = 0) -> dict[str, Any]:
+def htsim_run(
+    binary: Path,
+    cm: Path,
+    topo: Path,
+    scheme: str,
+    work: Path,
+    failed: int = 0,
+    extra_args: tuple[str, ...] = (),
+    tag: str = "",
+) -> dict[str, Any]:
     """Run htsim_uec; FCT per flow id from its ``starting at`` / ``finished at`` lines, and the
-    network settings it derived (RTT, ECN thresholds, min RTO, the failed links)."""
-    stem = case_stem(cm, scheme, failed)
+    network settings it derived (RTT, ECN thresholds, min RTO, the failed links). ``extra_args``
+    go to htsim as they are (e.g. ``-linkspeed``, ``-paths``, ``-seed``); ``tag`` is appended
+    to the names of its output files."""
+    stem = case_stem(cm, scheme, failed) + tag
     log = work / f"htsim_{stem}.dat"
     end_us = htsim_end_us(cm, topo_rate_gbps(topo))
     cmd = [
@@ -86,6 +100,7 @@ def htsim_run(binary: Path, cm: Path, topo: Path, scheme: str, work: Path, faile
     ]
     if failed:
         cmd += ["-failed", str(failed)]
+    cmd += list(extra_args)
     t0 = time.monotonic()
     # in the work directory: htsim writes its node-id map (idmap.txt) into its working directory
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=work).stdout

@@ -18,6 +18,7 @@ from spraylab.metrics.maxmin import jain_index
 from spraylab.model.scenario import validate
 from spraylab.net.framing import data_wire_bytes
 from spraylab.runs.experiment import build
+from spraylab.transport.cc.base import route_of
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 from spraylab.units import PS_PER_US
 
@@ -57,6 +58,11 @@ class IncastOutcome:
     # sending of each flow's last measured RTT and of its target; NaN for other controls.
     steady_mean_rtt_ps: float
     steady_mean_target_ps: float
+    # At the first sample (every microsecond) after the first flow finished: each flow still
+    # sending, as (its window in full frames, ``QueuePair.window_packets``; its packets not yet
+    # acknowledged; its base RTT, ps). What a window control's additive increase climbs from
+    # (:func:`aimd_climb_idle_ps`).
+    survivors: list[tuple[int, int, float]]
 
 
 def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) -> IncastOutcome:
@@ -83,8 +89,16 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     sent: list[int] = []  # the bottleneck's tx_bytes at every sample
     delays: list[tuple[float, float]] = []  # (mean RTT, mean target) of the sending flows
     measures_delay = hasattr(net.qps[0].cc, "last_target_ps")
+    # flow index -> (window, packets not yet acknowledged), at the first completion
+    survivor_windows: dict[int, tuple[int, int]] = {}
 
     def sample(_: object) -> None:
+        if not survivor_windows and any(qp.rx.finish_ps >= 0 for qp in net.qps):
+            survivor_windows.update(
+                (i, (qp.window_packets, qp.n_packets - qp.snd_una))
+                for i, qp in enumerate(net.qps)
+                if qp.rx.finish_ps < 0
+            )
         samples.append(bottleneck.queue_bytes())
         sent.append(bottleneck.tx_bytes)
         if measures_delay:
@@ -110,6 +124,7 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     steady = samples[lo:hi]
     steady_delays = delays[lo:hi]
     nan = float("nan")
+    mtu = simulation.scenario.transport.mtu
     return IncastOutcome(
         cct_ps=cct,
         bound_ps=n * size_bytes * 8 * 1e12 / bottleneck.rate_bps,
@@ -133,7 +148,35 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
         base_rtt_ps=fabric_base_rtt_ps(net, simulation.scenario.transport.mtu),
         steady_mean_rtt_ps=sum(d for d, _ in steady_delays) / len(steady_delays) if steady_delays else nan,
         steady_mean_target_ps=sum(t for _, t in steady_delays) / len(steady_delays) if steady_delays else nan,
+        survivors=[
+            (w, left, route_of(net.qps[i]).base_rtt_ps(mtu)) for i, (w, left) in survivor_windows.items()
+        ],
     )
+
+
+def aimd_climb_idle_ps(
+    window_packets: float,
+    bdp_packets: float,
+    rtt_ps: float,
+    ai_packets: float = 1.0,
+    remaining_packets: float = math.inf,
+) -> float:
+    """The time a bottleneck idles while a lone window-limited flow climbs from ``window_packets``
+    towards the link's bandwidth-delay product ``bdp_packets`` by ``ai_packets`` per round trip
+    (additive increase: TCP's congestion avoidance, which DCTCP keeps; Alizadeh et al.
+    SIGCOMM'10 section 3.1; Chiu and Jain's AIMD). In round ``k`` the flow has ``W_k = W_0 + k
+    x ai`` packets in flight per base RTT ``R`` on a link that carries ``B`` per RTT, so the link
+    idles ``(B - W_k) / B`` of that round: ``R / B x sum over k of (B - W_k)`` while ``W_k <
+    B``, about ``R (B - W_0)^2 / (2 B ai)``. The climb ends early when the flow has sent its
+    ``remaining_packets``: its last round sends what is left back to back, and the run ends."""
+    idle_ps = 0.0
+    window = window_packets
+    left = remaining_packets
+    while window < bdp_packets and left > window:
+        idle_ps += rtt_ps * (bdp_packets - window) / bdp_packets
+        left -= window
+        window += ai_packets
+    return idle_ps
 
 
 # HPCC's bottleneck cases (tests/test_hpcc.py, the validation study's ``cc_bottleneck``):
@@ -207,6 +250,18 @@ def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
     )
     frame = data_wire_bytes(4096)
     q_max = out.ecn_k_bytes + senders * frame
+    # Two flows: once the first finishes, the survivor (window W_0, R its base RTT) climbs to the
+    # link's C x R by one packet per RTT, and the link idles meanwhile (aimd_climb_idle_ps); over
+    # the lifetime that predicts T_wire / (T_wire + idle), T_wire the flows' wire bytes at line
+    # rate. For a window control (DCTCP's W in frames); NaN otherwise.
+    wire_ps = out.busy_fraction * out.cct_ps
+    climb_idle_ps = window_packets = nan = float("nan")
+    if cc == "dctcp" and len(out.survivors) == 1:
+        ((window, left, rtt_ps),) = out.survivors
+        window_packets = float(window)
+        climb_idle_ps = aimd_climb_idle_ps(
+            window, out.bdp_bytes * rtt_ps / out.base_rtt_ps / frame, rtt_ps, remaining_packets=left
+        )
     amplitude = 0.5 * math.sqrt(2 * senders * (out.bdp_bytes + out.ecn_k_bytes) / frame) * frame
     return {
         "senders": float(senders),
@@ -227,6 +282,10 @@ def bottleneck_case(cc: str, case: str, lossless: bool) -> dict[str, float]:
         "completion_ps": float(out.cct_ps),
         "bound_ps": out.bound_ps,
         "lifetime_utilization_ratio": out.busy_fraction,
+        # the additive increase's prediction of it for two flows (above), and its inputs
+        "aimd_lifetime_utilization_ratio": wire_ps / (wire_ps + climb_idle_ps) if climb_idle_ps >= 0 else nan,
+        "aimd_survivor_window_packets": window_packets,
+        "aimd_climb_idle_ps": climb_idle_ps,
         "steady_utilization_ratio": out.steady_utilization,
         "steady_mean_queue_bytes": out.steady_mean_queue_bytes,
         "steady_max_queue_bytes": float(out.steady_max_queue_bytes),

@@ -1,0 +1,255 @@
+"""NSCC's fairness on an N:1 incast, uet-htsim against spraylab: Jain's index over the flows'
+throughputs for N = 2, 4, 8, 16 senders of 8 MB each into one 400 Gb/s host, every sender
+across the spine, NSCC with trimming at 1-BDP queues on both sides.
+
+The case is tests/test_nscc.py's ``test_nscc_incast_converges_to_the_fair_share``: spraylab's
+``leaf_spine`` of 17 leaves and 2 spines, one host per leaf, 400 Gb/s, 1 us links, flows hashed
+onto the spines per flow (``lb.scheme = "ecmp"``). htsim_uec gets the same fabric as a 2-tier
+``.topo`` (17 ToRs under 2 spines; htsim's ToRs have as many hosts as uplinks, so each has a
+second host, which stays idle: the receiver is host 0, sender ``i`` host ``2 i``, one per ToR),
+the same connection matrix (``.cm``, written here), ``-linkspeed 400000`` and per-flow ECMP
+(``-load_balancing_algo oblivious -paths 1``: one entropy per flow). ``--schemes`` adds
+oblivious spraying over 64 entropies (spraylab ``spray_rr`` over 64).
+
+Each case runs three ways, under seeds 1 to ``--seeds`` (htsim ``-seed``, spraylab
+``run.seed``: which spine each flow hashes to, and the switches' hash salts):
+
+* **htsim**: FCT per flow from its ``starting at`` / ``finished at`` lines (sender side: every
+  byte acknowledged);
+* **spraylab, htsim's settings**: the same ``.topo`` and ``.cm`` through ``spraylab import
+  htsim`` with the switch and transport settings read from htsim's output
+  (``benchmarks/nscc_side_by_side.py``: 4,150 B packets, ECN between htsim's printed
+  thresholds, its RTO and ACK rule); FCT sender side as htsim's;
+* **spraylab, the test's case**: ``spraylab.study.validation.incast`` with the test's settings
+  (spraylab's framing, ``uec_switch``), Jain over size / ``fct_ps`` as the test computes it.
+
+The htsim binary is an argument: this script neither fetches nor builds htsim. Usage:
+
+    python benchmarks/nscc_incast_fairness.py --htsim /path/to/htsim_uec \\
+        [--senders 2 4 8 16] [--seeds 5] [--schemes ecmp,oblivious] \\
+        [--work /tmp/nscc-incast] [--out benchmarks/nscc_incast_fairness] [--htsim-commit C]
+
+It writes ``<out>.json`` (every FCT, Jain and command) and ``<out>.md`` (the tables); the 4:1
+numbers are what tests/test_nscc.py holds spraylab's 4:1 incast to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+import nscc_side_by_side as side  # this directory's script: htsim runs and the import
+
+from spraylab.metrics.maxmin import jain_index
+
+RATE_GBPS = 400
+LINK_LATENCY_NS = 1000  # spraylab leaf_spine's link delay (1 us), htsim's default hop latency
+LEAVES = 17
+SPINES = 2
+# htsim's arguments and spraylab's lb keys per scheme (side.SPRAYLAB_LB holds spraylab's)
+HTSIM_LB = {
+    "ecmp": ("-load_balancing_algo", "oblivious", "-paths", "1"),
+    "oblivious": ("-load_balancing_algo", "oblivious", "-paths", "64"),
+}
+
+
+def leaf_spine_topo(leaves: int, spines: int, rate_gbps: int, latency_ns: int) -> str:
+    """A 2-tier htsim fat-tree: ``leaves`` ToRs of ``spines`` hosts each (htsim wants a ToR's
+    down and up radix equal, Oversubscribed 1) under ``spines`` spines."""
+    nodes = leaves * spines
+    tier = f"Downlink_speed_Gbps {rate_gbps}\nDownlink_Latency_ns {latency_ns}\nSwitch_Latency_ns 0\n"
+    return (
+        f"Nodes {nodes}\nTiers 2\nPodsize {nodes}\n\n"
+        f"Tier 0\n{tier}Radix_Down {spines}\nRadix_Up {spines}\n\n"
+        f"Tier 1\n{tier}Radix_Down {leaves}\n"
+    )
+
+
+def incast_cm(senders: int, size: int, spines: int, nodes: int) -> str:
+    """``senders`` flows of ``size`` bytes into host 0, sender i on ToR i (host ``spines x i``)."""
+    lines = [f"Nodes {nodes}", f"Connections {senders}"]
+    lines += [f"{spines * i}->0 id {i} start 0 size {size}" for i in range(1, senders + 1)]
+    return "\n".join(lines) + "\n"
+
+
+def test_case_jain(senders: int, size: int, scheme: str, seed: int) -> dict[str, Any]:
+    """tests/test_nscc.py's incast (spraylab's own framing and uet-htsim's switch profile)."""
+    from spraylab.model.scenario import validate
+    from spraylab.runs.experiment import build
+    from spraylab.study.validation import incast, uec_switch
+    from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
+
+    topology = {"kind": "leaf_spine", "leaves": LEAVES, "spines": SPINES, "hosts_per_leaf": 1}
+    probe = build(
+        validate(
+            {
+                "topology": topology,
+                "workload": {"kind": "incast", "senders": 1, "size": 1000},
+                "run": {"progress": False},
+            }
+        )
+    )
+    bdp = fabric_base_rtt_ps(probe.net, 4096) * RATE_GBPS * 1e9 / 8e12
+    lb = {"scheme": "ecmp"} if scheme == "ecmp" else {"scheme": "spray_rr", "paths": 64}
+    out = incast(
+        senders,
+        size,
+        False,
+        topology={"leaves": LEAVES, "hosts_per_leaf": 1},
+        transport={"cc": "nscc", "recovery": "uec"},
+        switch=uec_switch(bdp, RATE_GBPS),
+        lb=lb,
+        run={"seed": seed},
+    )
+    return {"jain": out.jain, "cct_over_bound": out.cct_ps / out.bound_ps, "drops": out.drops}
+
+
+def run_case(args: argparse.Namespace, senders: int, scheme: str, seed: int, topo: Path) -> dict[str, Any]:
+    nodes = LEAVES * SPINES
+    cm = args.work / f"incast_{senders}to1_{args.size}B.cm"
+    cm.write_text(incast_cm(senders, args.size, SPINES, nodes))
+    extra = ("-linkspeed", str(RATE_GBPS * 1000), *HTSIM_LB[scheme], "-seed", str(seed))
+    h = side.htsim_run(
+        args.htsim, cm, topo, "oblivious", args.work, extra_args=extra, tag=f"_{scheme}_s{seed}"
+    )
+    if h["done"] != senders:
+        raise SystemExit(f"{h['command']}: {h['done']} of {senders} flows finished")
+    scenario, cmd_import = side.spraylab_scenario(cm, topo, scheme, h["settings"], RATE_GBPS, args.work)
+    result_dir = args.work / f"spraylab_{scenario.stem}_s{seed}"
+    cmd_run, flows, fct_us = side.spraylab_fct(scenario, result_dir, seed)
+    if len(fct_us) != senders:
+        raise SystemExit(f"{' '.join(cmd_run)}: {len(fct_us)} of {senders} flows finished")
+    own = test_case_jain(senders, args.size, scheme, seed)
+    case = {
+        "senders": senders,
+        "scheme": scheme,
+        "seed": seed,
+        "htsim": {
+            "jain": jain_index([args.size / f for f in h["fct_us"]]),
+            "fct_us": sorted(h["fct_us"]),
+            "command": h["command"],
+            "settings": {k: v for k, v in h["settings"].items() if k != "failed_links"},
+        },
+        "spraylab_htsim_settings": {
+            "jain": jain_index([args.size / f for f in fct_us]),
+            "fct_us": sorted(fct_us),
+            "import_command": " ".join(cmd_import),
+            "run_command": " ".join(cmd_run),
+        },
+        "spraylab_test_case": own,
+    }
+    print(
+        f"{senders}:1 {scheme} seed {seed}: Jain htsim {case['htsim']['jain']:.3f}, spraylab (htsim settings) "
+        f"{case['spraylab_htsim_settings']['jain']:.3f}, spraylab (test case) {own['jain']:.3f}",
+        file=sys.stderr,
+    )
+    return case
+
+
+SIDES = (
+    ("htsim", "htsim"),
+    ("spraylab_htsim_settings", "spraylab, htsim's settings"),
+    ("spraylab_test_case", "spraylab, the test's case"),
+)
+
+
+def summarize(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (senders, scheme): each side's Jain over the seeds (min, mean, max)."""
+    rows = []
+    for senders, scheme in dict.fromkeys((c["senders"], c["scheme"]) for c in cases):
+        group = [c for c in cases if c["senders"] == senders and c["scheme"] == scheme]
+        row: dict[str, Any] = {"senders": senders, "scheme": scheme, "seeds": len(group)}
+        for key, _ in SIDES:
+            values = [c[key]["jain"] for c in group]
+            row[key] = {"min": min(values), "mean": statistics.fmean(values), "max": max(values)}
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--htsim", type=Path, required=True, help="path to a built htsim_uec")
+    ap.add_argument("--senders", type=int, nargs="+", default=[2, 4, 8, 16])
+    ap.add_argument("--size", type=int, default=8_000_000, help="bytes per flow")
+    ap.add_argument("--seeds", type=int, default=5, help="seeds 1..N on both sides")
+    ap.add_argument("--schemes", default="ecmp", help="ecmp (the test's), oblivious (64-entropy spraying)")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/nscc-incast"))
+    ap.add_argument("--out", type=Path, default=Path(__file__).with_name("nscc_incast_fairness"))
+    ap.add_argument("--htsim-commit", default="", help="the htsim commit, recorded in the JSON")
+    args = ap.parse_args()
+    if max(args.senders) >= LEAVES:
+        raise SystemExit(
+            f"--senders {max(args.senders)}: at most {LEAVES - 1} (one sender per ToR but the receiver's)"
+        )
+    args.work.mkdir(parents=True, exist_ok=True)
+    topo = args.work / f"leaf_spine_{LEAVES}x{SPINES}_{RATE_GBPS}g.topo"
+    topo.write_text(leaf_spine_topo(LEAVES, SPINES, RATE_GBPS, LINK_LATENCY_NS))
+    schemes = args.schemes.split(",")
+    cases = [
+        run_case(args, n, scheme, seed, topo)
+        for scheme in schemes
+        for n in args.senders
+        for seed in range(1, args.seeds + 1)
+    ]
+    summary = summarize(cases)
+    command = (
+        f"python benchmarks/nscc_incast_fairness.py --htsim /path/to/htsim_uec --senders "
+        f"{' '.join(map(str, args.senders))} --size {args.size} --seeds {args.seeds} --schemes {args.schemes}"
+    )
+    if args.htsim_commit:
+        command += f" --htsim-commit {args.htsim_commit}"
+    report = {
+        "what": "NSCC + trimming, N:1 incast of 8 MB flows across the spine: Jain's index over the flows' "
+        "throughputs, htsim_uec against spraylab (htsim's settings, and tests/test_nscc.py's case)",
+        "command": command,
+        "htsim_commit": args.htsim_commit,
+        "topo": leaf_spine_topo(LEAVES, SPINES, RATE_GBPS, LINK_LATENCY_NS),
+        "size_bytes": args.size,
+        "summary": summary,
+        "cases": cases,
+    }
+    args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [
+        "# NSCC on an N:1 incast: Jain's index, spraylab vs uet-htsim",
+        "",
+        f"Generated by `benchmarks/nscc_incast_fairness.py` (htsim commit {args.htsim_commit or 'not given'}):",
+        "",
+        f"    {command}",
+        "",
+        *side.wrap(
+            f"N flows of {args.size:,} B into one {RATE_GBPS} Gb/s host, every sender across the spine of a",
+            f"{LEAVES}-leaf, {SPINES}-spine leaf-spine (1 us links), NSCC with trimming at 1-BDP queues, ECN from",
+            "20% to 80% of a BDP, both simulators. Jain's index over the flows' throughputs (size / FCT), its",
+            "minimum, mean and maximum over seeds 1 to",
+            f"{args.seeds} (htsim `-seed`, spraylab `run.seed`: which spine each flow hashes to and the",
+            "switches' hash salts). Columns: htsim_uec; spraylab on the same `.topo` and `.cm` through",
+            "`spraylab import htsim` with htsim's printed settings (as `benchmarks/nscc_side_by_side.py`);",
+            "spraylab on tests/test_nscc.py's own case (RoCEv2 framing, `uec_switch`).",
+        ),
+        "",
+        "| N:1 | scheme | htsim Jain min / mean / max | spraylab (htsim's settings) | spraylab (the test's case) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in summary:
+        cells = [
+            f"{row[key]['min']:.3f} / {row[key]['mean']:.3f} / {row[key]['max']:.3f}" for key, _ in SIDES
+        ]
+        lines.append(f"| {row['senders']}:1 | {row['scheme']} | " + " | ".join(cells) + " |")
+    lines += ["", "Per seed (Jain: htsim / spraylab, htsim's settings / spraylab, the test's case):", ""]
+    lines += ["| N:1 | scheme | seed | htsim | spraylab (htsim's settings) | spraylab (the test's case) |"]
+    lines += ["|---|---|---|---|---|---|"]
+    for c in cases:
+        lines.append(
+            f"| {c['senders']}:1 | {c['scheme']} | {c['seed']} | "
+            + " | ".join(f"{c[key]['jain']:.3f}" for key, _ in SIDES)
+            + " |"
+        )
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
