@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 
 import pytest
@@ -26,6 +27,8 @@ from spraylab.transport.cc.dctcp import DctcpParams, dctcp_k_bytes_per_100g
 from spraylab.transport.cc.hpcc import fabric_base_rtt_ps
 
 FRAME = data_wire_bytes(4096)
+# each case runs once for the tests that read it
+_bottleneck = functools.cache(bottleneck_case)
 
 
 def _summary(out: dict[str, float]) -> str:
@@ -46,7 +49,7 @@ def _check_steady_state(out: dict[str, float]) -> None:
 
 @pytest.mark.parametrize("lossless", [True, False], ids=["lossless", "lossy"])
 def test_dctcp_16_to_1_incast_holds_the_queue_near_k_at_full_throughput(lossless: bool) -> None:
-    out = bottleneck_case("dctcp", "incast_16_one_rtt", lossless)
+    out = _bottleneck("dctcp", "incast_16_one_rtt", lossless)
     _check_steady_state(out)
     assert out["drops"] == 0
     assert out["lifetime_utilization_ratio"] >= 0.95, _summary(out)
@@ -55,7 +58,7 @@ def test_dctcp_16_to_1_incast_holds_the_queue_near_k_at_full_throughput(lossless
 
 @pytest.mark.parametrize("lossless", [True, False], ids=["lossless", "lossy"])
 def test_dctcp_two_long_flows_of_one_rtt_hold_the_queue_near_k_and_share_the_link(lossless: bool) -> None:
-    out = bottleneck_case("dctcp", "long_flows_one_rtt", lossless)
+    out = _bottleneck("dctcp", "long_flows_one_rtt", lossless)
     _check_steady_state(out)
     assert out["drops"] == 0
     assert out["lifetime_utilization_ratio"] >= 0.95, _summary(out)
@@ -68,20 +71,34 @@ def test_dctcp_two_long_flows_of_two_rtts_hold_the_queue_near_k(lossless: bool) 
     the steady-state throughput are the same theory's; their shares are not (DCTCP keeps TCP's
     one packet per RTT, so the shorter RTT grows twice as fast: RTT unfairness, Jain about 0.93,
     reported on docs/validation.md, not judged)."""
-    out = bottleneck_case("dctcp", "long_flows", lossless)
+    out = _bottleneck("dctcp", "long_flows", lossless)
     _check_steady_state(out)
     assert out["drops"] == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="measured: lifetime utilization 0.895 (lossless), 0.903 (lossy): the short-RTT flow takes "
-    "the larger share and finishes first; the other then climbs from its share to the link by one "
-    "packet per RTT (about 60 RTTs, 0.5 ms of a 2.9 ms run), the additive increase DCTCP keeps",
-)
-def test_dctcp_two_long_flows_of_two_rtts_keep_the_link_busy_over_their_lifetime() -> None:
-    out = bottleneck_case("dctcp", "long_flows", True)
-    assert out["lifetime_utilization_ratio"] >= 0.95, _summary(out)
+@pytest.mark.parametrize("case", ["long_flows", "long_flows_one_rtt"])
+@pytest.mark.parametrize("lossless", [True, False], ids=["lossless", "lossy"])
+def test_dctcp_two_long_flows_lose_what_the_additive_increase_predicts(case: str, lossless: bool) -> None:
+    """AIMD after a departure (DCTCP keeps TCP's additive increase of one packet per RTT:
+    Alizadeh et al. SIGCOMM'10 section 3.1; Chiu and Jain): when the first of two long flows
+    finishes, the survivor has ``W_0`` packets in flight (measured: its window then) on a link
+    that carries ``B = C x R`` per base RTT ``R``, and it climbs to ``B`` by one packet per
+    RTT, so the link idles ``(B - W_k) / B`` of each round ``k`` of the climb, about ``R (B -
+    W_0)^2 / (2 B)`` in all (``spraylab.study.validation.aimd_climb_idle_ps``, cut short when
+    the survivor runs out of data). Over the flows' lifetime the link is then busy ``T_wire /
+    (T_wire + idle)``, ``T_wire`` the wire bytes at line rate. With two base RTTs the short one
+    takes the larger share (RTT unfairness) and finishes early, so the survivor climbs from about
+    a fifth of ``B`` and the lifetime utilization is about 0.90: no control that keeps TCP's
+    additive increase can keep this link 95% busy over it (the paper's full throughput is a
+    steady-state claim, held above). Measured within 1.5 percentage points below the prediction
+    and at most 0.5 above: the prediction counts only the climb, and the line-rate start (two
+    BDPs in flight, alpha = 1 halving both windows) idles the link a little more."""
+    out = _bottleneck("dctcp", case, lossless)
+    predicted = out["aimd_lifetime_utilization_ratio"]
+    measured = out["lifetime_utilization_ratio"]
+    assert -0.015 <= measured - predicted <= 0.005, f"predicted {predicted:.4f}; " + _summary(out)
+    if case == "long_flows":
+        assert predicted < 0.95, _summary(out)
 
 
 def test_the_step_mark_is_the_papers_k_guideline() -> None:
