@@ -75,6 +75,10 @@ cdef class Port:
     # Packet trimming (switch.trimming): a data packet the buffer refuses is cut to this many
     # link bytes and sent on as a header instead of dropped; 0 = off (drop).
     cdef public int64_t trim_bytes, trimmed_packets
+    # With trimming on: the last data packet queued here and its departure, the packet a full
+    # queue may trim instead of the arriving one (``_trim_tail``).
+    cdef Packet tail_pkt
+    cdef int64_t tail_depart
 
     def __init__(self, Simulator sim, name, owner, rate_bps, int64_t delay_ps, ecn, rng) -> None:
         self.sim = sim
@@ -120,6 +124,8 @@ cdef class Port:
         self.paused_ps = 0
         self.trim_bytes = 0
         self.trimmed_packets = 0
+        self.tail_pkt = None
+        self.tail_depart = -1
 
     # --- configuration --------------------------------------------------------------------
     @property
@@ -204,12 +210,17 @@ cdef class Port:
                 and backlog > buffer.safe_port_bytes
                 and not buffer.admits(self, backlog, pkt.size)
             ):
-                if self.trim_bytes and pkt.kind == DATA:
+                if self.trim_bytes and pkt.kind == DATA and self._trim_tail(now):
+                    # the tail's room goes to the arriving packet, which queues as usual
+                    busy = self.busy_until
+                    backlog = <int64_t>((busy - now) / self.per_byte)
+                elif self.trim_bytes and pkt.kind == DATA:
                     c_trim(pkt, self)
                     self.send_control(pkt)
+                    return
                 else:
                     c_sim_drop(pkt, BUFFER, self)
-                return
+                    return
             if (
                 backlog > self.kmin
                 and not self.mark_at_dequeue
@@ -236,6 +247,9 @@ cdef class Port:
         # at dequeue, stamped with an empty queue, and no later packet's judgement needs its
         # log entry.
         if queued and pkt.kind == DATA:
+            if self.trim_bytes:
+                self.tail_pkt = pkt
+                self.tail_depart = depart
             if self.mark_at_dequeue or self.int_port_id >= 0:
                 self.busy_log.push_back(pair[int64_t, int64_t](now, depart))
                 self.marks_pending += 1
@@ -244,6 +258,28 @@ cdef class Port:
             sim.push(depart + self.delay_ps, EV_ARRIVE_QUEUED, self, pkt, 0)
         else:
             sim.push(depart + self.delay_ps, EV_ARRIVE, self, pkt, self.generation)
+
+    cdef bint _trim_tail(self, int64_t now) except -1:
+        """A data packet found the queue full: half of the time trim the last data packet
+        queued instead, if it is still the queue's tail and has not started, and let the
+        arriving one take its room (uet-htsim's ``CompositeQueue::receivePacket``: ``drand() <
+        0.5`` boots the queued tail to a header). When packets of several flows reach a full
+        queue at the same instants (line-rate starts on paths of one length) this is what
+        spreads the trims over them: always trimming the arriving packet, the same flows lose
+        every time. The header keeps its place at the tail (htsim moves it to its header queue,
+        ahead of the data) and its bytes shrink to a header's there."""
+        cdef Packet tail = self.tail_pkt
+        cdef int64_t full
+        if tail is None or tail.kind != DATA or self.tail_depart != self.busy_until:
+            return False
+        full = tail.size
+        if self.tail_depart - ser_ps(self, full) <= now or self.rng.random() >= 0.5:
+            return False
+        c_trim(tail, self)
+        self.busy_until -= ser_ps(self, full) - ser_ps(self, tail.size)
+        self.tx_bytes -= full - tail.size
+        self.tail_pkt = None
+        return True
 
     cdef int arrive(self, Packet pkt, int64_t generation) except -1:
         """A packet reaches the far end, through the stages it left under."""
@@ -294,7 +330,8 @@ cdef class Port:
                     if record.pending >= 0:
                         record.qlen_bytes[record.pending] = <int64_t>behind if behind > 0 else 0
                         record.pending = -1
-                if self.mark_at_dequeue and behind > self.kmin and self._mark(behind):
+                # a header trimmed while it queued (``_trim_tail``) is never marked here
+                if self.mark_at_dequeue and pkt.kind == DATA and behind > self.kmin and self._mark(behind):
                     pkt.ecn = True
                     self.ecn_marks += 1
             if not self.marks_pending:
