@@ -79,6 +79,9 @@ cdef class Port:
     # queue may trim instead of the arriving one (``_trim_tail``).
     cdef Packet tail_pkt
     cdef int64_t tail_depart
+    # The chance a full queue trims its tail instead of the arriving packet (0: always the
+    # arriving one); the wiring sets uet-htsim's 0.5 (spraylab.net.wiring, TRIM_TAIL_FRACTION).
+    cdef public double trim_tail_fraction
 
     def __init__(self, Simulator sim, name, owner, rate_bps, int64_t delay_ps, ecn, rng) -> None:
         self.sim = sim
@@ -126,6 +129,7 @@ cdef class Port:
         self.trimmed_packets = 0
         self.tail_pkt = None
         self.tail_depart = -1
+        self.trim_tail_fraction = 0.0
 
     # --- configuration --------------------------------------------------------------------
     @property
@@ -210,7 +214,7 @@ cdef class Port:
                 and backlog > buffer.safe_port_bytes
                 and not buffer.admits(self, backlog, pkt.size)
             ):
-                if self.trim_bytes and pkt.kind == DATA and self._trim_tail(now):
+                if self.trim_tail_fraction and pkt.kind == DATA and self._trim_tail(now):
                     # the tail's room goes to the arriving packet, which queues as usual
                     busy = self.busy_until
                     backlog = <int64_t>((busy - now) / self.per_byte)
@@ -247,7 +251,7 @@ cdef class Port:
         # at dequeue, stamped with an empty queue, and no later packet's judgement needs its
         # log entry.
         if queued and pkt.kind == DATA:
-            if self.trim_bytes:
+            if self.trim_tail_fraction:
                 self.tail_pkt = pkt
                 self.tail_depart = depart
             if self.mark_at_dequeue or self.int_port_id >= 0:
@@ -260,8 +264,8 @@ cdef class Port:
             sim.push(depart + self.delay_ps, EV_ARRIVE, self, pkt, self.generation)
 
     cdef bint _trim_tail(self, int64_t now) except -1:
-        """A data packet found the queue full: half of the time trim the last data packet
-        queued instead, if it is still the queue's tail and has not started, and let the
+        """A data packet found the queue full: with chance ``trim_tail_fraction`` (uet-htsim's
+        0.5) trim the last data packet queued instead, if it is still the queue's tail and has not started, and let the
         arriving one take its room (uet-htsim's ``CompositeQueue::receivePacket``: ``drand() <
         0.5`` boots the queued tail to a header). When packets of several flows reach a full
         queue at the same instants (line-rate starts on paths of one length) this is what
@@ -273,7 +277,7 @@ cdef class Port:
         if tail is None or tail.kind != DATA or self.tail_depart != self.busy_until:
             return False
         full = tail.size
-        if self.tail_depart - ser_ps(self, full) <= now or self.rng.random() >= 0.5:
+        if self.tail_depart - ser_ps(self, full) <= now or self.rng.random() >= self.trim_tail_fraction:
             return False
         c_trim(tail, self)
         self.busy_until -= ser_ps(self, full) - ser_ps(self, tail.size)

@@ -19,6 +19,12 @@ if TYPE_CHECKING:
     from spraylab.net.network import Network
     from spraylab.transport.params import TransportParams
 
+# With switch.trimming, the chance that a full queue trims the data packet queued last instead of
+# the arriving one: uet-htsim's CompositeQueue::receivePacket (htsim/sim/compositequeue.cpp,
+# ``drand() < 0.5`` boots the queued tail to a header). Packets of several flows that reach a
+# full queue at the same instants are then trimmed evenly (benchmarks/nscc_incast_fairness.md).
+TRIM_TAIL_FRACTION = 0.5
+
 
 @dataclass(frozen=True, slots=True)
 class SwitchParams:
@@ -124,6 +130,7 @@ def _make_port(
             port.buffer = owner.buffer
             if sp.trimming:
                 port.trim_bytes = TRIMMED_WIRE_BYTES
+                port.trim_tail_fraction = TRIM_TAIL_FRACTION
         if isinstance(peer, Switch) and peer.tier > owner.tier:
             port.is_uplink = True
             owner.uplinks.append(port)
