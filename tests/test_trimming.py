@@ -20,6 +20,8 @@ test against the theory it names (docs/design.md, "Packet trimming and the uec m
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from simutil import US, G
 
@@ -140,6 +142,37 @@ def test_trimmed_header_overtakes_the_queue_at_the_trim_point() -> None:
     # start only after every byte sent (capacity conserved).
     assert sorted(data) == [((psn + 1) * DATA_WIRE * ps_per_byte + delay_ps, psn) for psn in range(len(data))]
     assert port.busy_until == (len(data) * DATA_WIRE + len(headers) * TRIMMED_WIRE_BYTES) * ps_per_byte
+
+
+def test_a_full_queue_may_trim_its_tail_instead() -> None:
+    """uet-htsim's CompositeQueue boots the queued tail to a header instead of trimming the
+    arriving packet half of the time (compositequeue.cpp; spraylab.net.wiring.TRIM_TAIL_FRACTION).
+    With that chance at 1 every refusal trims the packet queued last, if it has not started, and
+    the arriving one takes its room: each packet reaches the far end once (conservation), whole
+    or as its 84 B header; the headers keep their places in the FIFO (PSN order), the packet
+    sent last is never trimmed, and the link carries exactly the bytes that arrive."""
+    sim = Simulator(1)
+    seen: list = []
+    ps_per_byte = 80  # 100 Gb/s
+    port = Port(sim, "p", None, 100 * G, 1 * US, None, random.Random(1))
+    port.connect(None, lambda pkt: seen.append((sim.now, pkt.kind, pkt.psn, pkt.size)))
+    buffer = SharedBuffer(20_000, 1.0)  # dynamic threshold: this port alone may queue ~10 KB
+    buffer.add_port(port)
+    port.buffer = buffer
+    port.trim_bytes = TRIMMED_WIRE_BYTES
+    port.trim_tail_fraction = 1.0
+    for psn in range(6):
+        port.send(_data(psn))
+    sim.run()
+    kinds = {psn: kind for _, kind, psn, _ in seen}
+    assert sorted(kinds) == list(range(6)) and len(seen) == 6
+    headers = [psn for psn, kind in kinds.items() if kind == TRIMMED]
+    assert headers and port.trimmed_packets == len(headers) and port.drops == 0
+    assert kinds[5] == DATA and kinds[0] == DATA  # the last sent, and the one already on the wire
+    assert [psn for _, _, psn, _ in sorted(seen)] == list(range(6))  # FIFO order kept
+    assert all(size == TRIMMED_WIRE_BYTES for _, kind, _, size in seen if kind == TRIMMED)
+    assert port.busy_until == sum(size for *_, size in seen) * ps_per_byte
+    assert port.tx_bytes == sum(size for *_, size in seen)
 
 
 def test_trimmed_header_keeps_priority_at_later_hops() -> None:
