@@ -427,10 +427,33 @@ cdef class CumulativeSack:
 
     cdef IdealReceiver rx
     cdef public int64_t count
+    # ``covered``: the PSNs below ``prefix_end`` scanned so far, and their largest rank
+    cdef int64_t prefix_end, prefix_rank
 
     def __init__(self, IdealReceiver rx) -> None:
         self.rx = rx
         self.count = 0
+        self.prefix_end = 0
+        self.prefix_rank = 0
+
+    cpdef covered(self, int64_t epsn):
+        """A NACK reported the receiver's ePSN: every PSN below it had arrived, so the count of
+        first arrivals it had then is at least the largest of their ranks. Without this, a PSN
+        acknowledged only cumulatively by a NACK (its own ACK coalesced away) would count as in
+        flight for good, and a window of one frame would never send again. Each PSN is scanned
+        once (the ePSN only grows)."""
+        cdef int64_t p = self.prefix_end
+        cdef int64_t best = self.prefix_rank
+        cdef int64_t rank
+        while p < epsn:
+            rank = self.rx._rank[p]
+            if rank > best:
+                best = rank
+            p += 1
+        self.prefix_end = p
+        self.prefix_rank = best
+        if best > self.count:
+            self.count = best
 
     cpdef heard(self, int64_t sack_psn):
         """An ACK triggered by ``sack_psn`` (or its content, when the ACK itself was lost)."""
