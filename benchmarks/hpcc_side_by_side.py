@@ -85,7 +85,13 @@ class Case:
 CASES = [
     # spraylab's validation case incast_16 has this fabric (2 x 16 hosts, 2 spines) with 16
     # random senders; here exactly 8 near and 8 far
-    Case("two_rtt", 2, 16, tuple(range(1, 9)) + tuple(range(16, 24)), "8 senders on the receiver's leaf, 8 across"),
+    Case(
+        "two_rtt",
+        2,
+        16,
+        tuple(range(1, 9)) + tuple(range(16, 24)),
+        "8 senders on the receiver's leaf, 8 across",
+    ),
     # every sender alone on its leaf (spraylab's incast_16_one_rtt has one host per leaf; htsim's
     # .topo needs a ToR radix of at least its 2 uplinks, so two, the second idle)
     Case("one_rtt", 17, 2, tuple(range(2, 34, 2)), "16 senders, each on its own leaf across the spine"),
@@ -142,7 +148,9 @@ def ns3_topology(case: Case) -> str:
 
 def ns3_flows(case: Case) -> str:
     # src dst priority-group dport bytes start(s); the model's examples start at 2 s
-    return f"{len(case.senders)}\n" + "".join(f"{s} {RECEIVER} 3 100 {FLOW_BYTES} 2.0\n" for s in case.senders)
+    return f"{len(case.senders)}\n" + "".join(
+        f"{s} {RECEIVER} 3 100 {FLOW_BYTES} 2.0\n" for s in case.senders
+    )
 
 
 def ns3_config(case: Case, mtu: int, max_stage: int, tag: str) -> str:
@@ -294,7 +302,9 @@ def run_htsim(binary: Path, case: Case, mtu: int, t_us: float, work: Path) -> di
     (work / f"htsim_{case.name}_mtu{mtu}.out").write_text(
         "\n".join(x for x in out.splitlines() if not x.startswith("CWND"))
     )
-    starts = {m.group(1): float(m.group(2)) for m in re.finditer(r"^startflow HPCC_(\d+)_\d+ at (\S+)", out, re.M)}
+    starts = {
+        m.group(1): float(m.group(2)) for m in re.finditer(r"^startflow HPCC_(\d+)_\d+ at (\S+)", out, re.M)
+    }
     fct_us = {
         int(m.group(1)): float(m.group(2)) - starts[m.group(1)]
         for m in re.finditer(r"^Flow HPCC_(\d+)_\d+ finished at (\S+)", out, re.M)
@@ -406,7 +416,9 @@ def page(results: dict[str, Any], command: str) -> str:
             "",
             *textwrap.wrap(
                 "csg-htsim's htsim_hpcc on the same fabrics (its own HPCC settings: maxStage 5, W_AI one "
-                "MSS; T set to spraylab's):",
+                "MSS; T set to spraylab's). Its hpcc.cpp departs from the paper's Algorithm 1 in ways that "
+                "change this result (docs/congestion-control.md, HPCC, side by side): a reference, not a "
+                "target.",
                 96,
             ),
             "",
@@ -421,7 +433,9 @@ def page(results: dict[str, Any], command: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ns3", type=Path, required=True, help="the HPCC ns-3 model's built scratch/third")
-    ap.add_argument("--ns3-lib", type=Path, default=None, help="its shared libraries (default: the binary's build/)")
+    ap.add_argument(
+        "--ns3-lib", type=Path, default=None, help="its shared libraries (default: the binary's build/)"
+    )
     ap.add_argument("--htsim", type=Path, default=None, help="csg-htsim's htsim_hpcc with -topo and -hpcc_T")
     ap.add_argument("--mtus", default="1000,4096", help="payload sizes to run (comma-separated)")
     ap.add_argument("--max-stages", default="0,5", help="maxStage values to run (comma-separated)")
@@ -441,7 +455,16 @@ def main() -> None:
             for stage in stages:
                 s = run_spraylab(case, mtu, stage, args.work)
                 n = run_ns3(args.ns3, lib, case, mtu, stage, args.work)
-                pairs.append({"case": case.name, "what": case.what, "mtu": mtu, "max_stage": stage, "spraylab": s, "ns3": n})
+                pairs.append(
+                    {
+                        "case": case.name,
+                        "what": case.what,
+                        "mtu": mtu,
+                        "max_stage": stage,
+                        "spraylab": s,
+                        "ns3": n,
+                    }
+                )
                 print(
                     f"{case.name} mtu={mtu} maxStage={stage}: Jain spraylab {s['jain']:.3f}, ns-3 {n['jain']:.3f}",
                     file=sys.stderr,
@@ -454,9 +477,20 @@ def main() -> None:
     command = "python benchmarks/hpcc_side_by_side.py " + " ".join(
         [f"--ns3 {args.ns3}"]
         + ([f"--htsim {args.htsim}"] if args.htsim else [])
-        + [f"--mtus {args.mtus}", f"--max-stages {args.max_stages}", f"--work {args.work}", f"--out {args.out}"]
+        + [
+            f"--mtus {args.mtus}",
+            f"--max-stages {args.max_stages}",
+            f"--work {args.work}",
+            f"--out {args.out}",
+        ]
     )
-    results = {"command": command, "flow_bytes": FLOW_BYTES, "rate_gbps": RATE_GBPS, "pairs": pairs, "htsim": htsim}
+    results = {
+        "command": command,
+        "flow_bytes": FLOW_BYTES,
+        "rate_gbps": RATE_GBPS,
+        "pairs": pairs,
+        "htsim": htsim,
+    }
     args.out.with_suffix(".json").write_text(json.dumps(results, indent=1) + "\n")
     args.out.with_suffix(".md").write_text(page(results, command))
 
