@@ -417,8 +417,8 @@ def page(results: dict[str, Any], command: str) -> str:
             *textwrap.wrap(
                 "csg-htsim's htsim_hpcc on the same fabrics (its own HPCC settings: maxStage 5, W_AI one "
                 "MSS; T set to spraylab's). Its hpcc.cpp departs from the paper's Algorithm 1 in ways that "
-                "change this result (docs/congestion-control.md, HPCC, side by side): a reference, not a "
-                "target.",
+                "change this result (docs/congestion-control.md, HPCC, side by side): reported, not "
+                "compared against.",
                 96,
             ),
             "",
