@@ -153,6 +153,7 @@ BOTTLENECK_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
     # TIMELY's (tests/test_timely.py): the same bottlenecks with eight times the bytes, so a
     # steady state follows its start-up cut (its additive climb back to C / N at delta per base
     # RTT takes C / N / delta x 8.3 us: 4.2 ms for two flows, 0.5 ms for 16 at 400 Gb/s)
+    "incast_16_64mb": (16, 64_000_000, {}),
     "incast_16_one_rtt_64mb": (16, 64_000_000, {"leaves": 17, "hosts_per_leaf": 1}),
     "long_flows_one_rtt_512mb": (
         2,
