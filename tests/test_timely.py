@@ -1,6 +1,6 @@
 """TIMELY (transport.cc = "timely") against its theory (Mittal et al., SIGCOMM'15).
 
-* Algorithm 1 (section 4), once per round trip: ``rtt_diff`` is an EWMA (weight ``alpha`` on
+* Algorithm 1, once per round trip: ``rtt_diff`` is an EWMA (weight ``alpha`` on
   the newest) of the RTT's change since the last update and ``gradient = rtt_diff / min_rtt``;
   below ``T_low`` the rate grows by ``delta``; above ``T_high`` it is cut by ``1 - beta (1 -
   T_high / rtt)``; in between it grows by ``N delta`` when the gradient is not positive
@@ -12,7 +12,7 @@
   the sum of the rates above the capacity the queue holds the link busy.
 * Fairness: the gradient rule has a continuum of fixed points, so TIMELY does not converge to a
   unique (let alone fair) allocation (Zhu et al., "ECN or Delay: Lessons Learnt from Analysis
-  of DCQCN and TIMELY", CoNEXT'16, section 4): Jain's index is reported, not asserted.
+  of DCQCN and TIMELY", CoNEXT'16): Jain's index is reported, not asserted.
 * PFC: a lossless fabric drops nothing.
 
 The bottleneck cases are ``spraylab.study.validation``'s with eight times the bytes

@@ -5,7 +5,7 @@ round trip ``rtt = now - sent`` of every packet, as Swift does (the paper's NIC 
 timestamps; spraylab's receivers ACK at once). Once per round trip, on the first ACK of a packet
 sent after the last update (the HPCC ns-3 model's ``RdmaHw::UpdateRateTimely``, whose
 ``m_lastUpdateSeq`` stands for the paper's per-completion-event update), the sender runs the
-paper's Algorithm 1 (section 4):
+paper's Algorithm 1:
 
 * ``rtt_diff = (1 - alpha) rtt_diff + alpha (rtt - prev_rtt)``, the EWMA of the RTT's change
   between updates, and ``gradient = rtt_diff / min_rtt``;
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from spraylab.transport.params import TransportParams
     from spraylab.transport.qp import QueuePair
 
-# The paper (Algorithm 1, section 4) defines the rule; the numbers are the HPCC ns-3 model's
+# The paper (Algorithm 1) defines the rule; the numbers are the HPCC ns-3 model's
 # (alibaba-edu/High-Precision-Congestion-Control, simulation/src/point-to-point/model/rdma-hw.cc,
 # the RdmaHw attributes, and simulation/run.py's TIMELY configuration), the implementation the
 # load-balancing papers' ns-3 code bases ship. Its thresholds are the paper's 10 Gb/s ones.
@@ -48,9 +48,9 @@ if TYPE_CHECKING:
 class TimelyParams:
     """TIMELY sender settings; each default names its public source."""
 
-    # T_low: rdma-hw.cc "TimelyTLow" = 50000 ns (the paper's T_low = 50 us, section 5).
+    # T_low: rdma-hw.cc "TimelyTLow" = 50000 ns (the paper's T_low = 50 us at 10 Gb/s).
     t_low_ps: int = 50_000_000
-    # T_high: rdma-hw.cc "TimelyTHigh" = 500000 ns (the paper's T_high = 500 us, section 5).
+    # T_high: rdma-hw.cc "TimelyTHigh" = 500000 ns (the paper's T_high = 500 us).
     t_high_ps: int = 500_000_000
     # minRTT, the gradient's normalizer: rdma-hw.cc "TimelyMinRtt" = 20000 ns.
     min_rtt_ps: int = 20_000_000
@@ -60,9 +60,9 @@ class TimelyParams:
     beta: float = 0.8
     # delta, the additive step per update, per 100 Gb/s of line rate: run.py sets RATE_AI =
     # 10 x bw / 10 Mb/s for TIMELY (bw in Gb/s), 100 Mb/s at 100 Gb/s: the paper's 10 Mb/s at
-    # 10 Gb/s (section 5), scaled with the line rate.
+    # 10 Gb/s, scaled with the line rate.
     rate_ai_bps_per_100g: int = 100_000_000
-    # N, hyperactive increase: the paper's N = 5 (section 4.3); rdma-hw.cc switches to
+    # N, hyperactive increase: the paper's N = 5 (Algorithm 1); rdma-hw.cc switches to
     # RATE_HAI = 5 x RATE_AI (run.py: hai = 50 x bw / 10) after m_incStage 5 increases.
     hai_n: int = 5
     # The lowest rate a flow is cut to: run.py's MIN_RATE = 1000 Mb/s (every CC).
