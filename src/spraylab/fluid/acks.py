@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from spraylab.fluid._sparse import link_sums
 from spraylab.fluid.solver import Problem
 from spraylab.net.framing import ACK_WIRE_BYTES
 
@@ -127,8 +128,9 @@ def solve_with_acks(
 
 
 def _ack_load(acks: Problem, rates: np.ndarray, n_links: int) -> np.ndarray:
-    sent = np.where(np.isfinite(rates), rates, 0.0)
-    return np.bincount(acks.link, weights=acks.coef * sent[acks.entry_flow], minlength=n_links)
+    # np.bincount(acks.link, weights=acks.coef * sent[acks.entry_flow]) with sent the finite
+    # rates (0 for an unconstrained flow), summed in the same order (fluid/_sparse.pyx)
+    return link_sums(acks.ptr, acks.link, acks.coef, rates, n_links, True)
 
 
 def shared_problem(problem: Problem, acks: Problem) -> Problem:
