@@ -27,6 +27,7 @@ wait for the next solve). 0 re-solves at every event.
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
 import time
 from dataclasses import dataclass, field
@@ -172,10 +173,11 @@ def prepare(scenario: Any) -> FluidRun:
         mtu = t.mtu
         # the receiver counts each packet's payload plus the header transport.ack_bytes names
         per_ack = packets_per_ack(t.ack_every, t.ack_every_bytes, mtu + ACK_COUNTED_HEADER_BYTES[t.ack_bytes])
-        ack_ratio = [
-            ack_bytes_per_byte(max(1, -(-f.size_bytes // mtu)), wire_bytes(f.size_bytes, mtu), per_ack)
-            for f in flows
-        ]
+        by_size = {  # one computation per distinct size (a permutation has one)
+            size: ack_bytes_per_byte(max(1, -(-size // mtu)), wire_bytes(size, mtu), per_ack)
+            for size in {f.size_bytes for f in flows}
+        }
+        ack_ratio = [by_size[f.size_bytes] for f in flows]
     try:
         solver = pick_solver(scenario.run.fluid_solver, len(flows), scenario.run.fluid_acks)
     except ValueError as exc:
@@ -287,7 +289,7 @@ def _traced_problem(run: FluidRun, src: np.ndarray, dst: np.ndarray, n_links: in
     else:
         per_flow = np.array([len(e) for e in run.spray_entropies], dtype=np.int64)
         entropy = np.fromiter(
-            (e for row in run.spray_entropies for e in row), dtype=np.int64, count=int(per_flow.sum())
+            itertools.chain.from_iterable(run.spray_entropies), dtype=np.int64, count=int(per_flow.sum())
         )
     walk_flow = np.repeat(np.arange(n), per_flow)
     links, length = run.fabric.hash_walks(
