@@ -43,7 +43,8 @@ ctypedef long long i64
 # give about 44; ECMP's 1-6 run 1.5x slower with the pool: every link saturates or empties
 # within a few steps, so the refills' scans cost more than the replays they save).
 cdef i64 POOL = 256
-cdef i64 POOL_MIN_ENTRIES = 16
+POOL_MIN_ENTRIES = 16
+cdef i64 _POOL_MIN_ENTRIES = POOL_MIN_ENTRIES
 
 
 cdef struct Scratch:
@@ -391,7 +392,7 @@ cdef void _run(
         fill[lk] = INFINITY
     for lk in range(n_leaves):
         key[lk] = INFINITY
-    if nnz >= POOL_MIN_ENTRIES * n:
+    if nnz >= _POOL_MIN_ENTRIES * n:
         # the pool starts empty: every link is outside, above -inf, and it is refilled first
         bound = -INFINITY
         for lk in range(n_links):
