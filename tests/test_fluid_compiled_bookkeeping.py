@@ -11,9 +11,9 @@ import random
 
 import numpy as np
 import pytest
+from spraylab.fluid._sparse import link_sums, restrict
 
 from spraylab.fluid import _maxmin
-from spraylab.fluid._sparse import link_sums, restrict
 from spraylab.fluid.acks import solve_with_acks
 from spraylab.fluid.solver import CertificateError, Problem, certify, problem_from_lists
 from spraylab.fluid.spray_draws import spray_entropies
