@@ -75,7 +75,9 @@ def test_link_sums_are_bincounts_sums() -> None:
     """Per-link sums of coefficient x row value, added in entry order as np.bincount adds its
     weights: the same doubles (the ACK load feeds the next solve)."""
     rng = np.random.default_rng(7)
-    problem = problem_from_lists(_sprayed(rng, 200, 90, 12), 90, coefs=[list(rng.random(12)) for _ in range(200)])
+    problem = problem_from_lists(
+        _sprayed(rng, 200, 90, 12), 90, coefs=[list(rng.random(12)) for _ in range(200)]
+    )
     value = rng.random(200) * 1e3
     value[3] = np.inf
     finite = np.where(np.isfinite(value), value, 0.0)
@@ -110,7 +112,9 @@ def test_compiled_certificate_is_the_numpy_certificate(seed: int) -> None:
         assert outcomes[0] == outcomes[1]
 
 
-@pytest.mark.parametrize(("n_flows", "paths"), [(1024, 16), (300, 1), (40, 200), (3, 5461), (2, 5462), (5, 6)])
+@pytest.mark.parametrize(
+    ("n_flows", "paths"), [(1024, 16), (300, 1), (40, 200), (3, 5461), (2, 5462), (5, 6)]
+)
 def test_spray_draws_are_random_sample(n_flows: int, paths: int) -> None:
     """spray_rr's entropies drawn at once are the values the packet engine draws one flow at a
     time (random.Random.sample over range(2^16)): the set regime by blocks, the rest (paths
