@@ -118,13 +118,18 @@ def certificate(
             if isfinite(cap[lk]) and cap[lk] > scale:
                 scale = cap[lk]
         atol = rtol * scale
-        # a flow with no finite rate puts nothing on its links (and has no bottleneck)
+        # a flow with no finite rate puts nothing on its links (and has no bottleneck); one pass
+        # for the loads (summed in entry order, as np.bincount) and each link's largest rate / weight
         for f in range(n):
             r = rate[f]
             if not isfinite(r):
                 continue
+            norm = r / weight[f]
             for e in range(ptr[f], ptr[f + 1]):
-                load[link[e]] += coef[e] * r
+                lk = link[e]
+                load[lk] += coef[e] * r
+                if norm > link_max[lk] or norm != norm:  # np.maximum: nan wins
+                    link_max[lk] = norm
         for lk in range(n_links):
             if load[lk] > cap[lk] * (1 + rtol) + atol:
                 return f"link {lk} carries {load[lk]:.6g} > capacity {cap[lk]:.6g}"
@@ -133,13 +138,6 @@ def certificate(
                 return "negative rate"
         for lk in range(n_links):
             saturated[lk] = load[lk] >= cap[lk] * (1 - rtol) - atol
-        for f in range(n):
-            if not isfinite(rate[f]):
-                continue
-            norm = rate[f] / weight[f]
-            for e in range(ptr[f], ptr[f + 1]):
-                if norm > link_max[link[e]] or norm != norm:  # np.maximum: nan wins
-                    link_max[link[e]] = norm
         for f in range(n):
             if ptr[f + 1] == ptr[f]:
                 continue  # crosses no link: nothing to certify
