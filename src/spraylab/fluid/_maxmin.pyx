@@ -40,7 +40,7 @@ ctypedef long long i64
 # The pool (module doc): refilled with the POOL + 1 lowest links outside it (the numpy solver's
 # pool size, fluid/solver.py; 64-2048 measured on the 1024-host spray_rr permutation, 256 the
 # fastest), used when the flows average POOL_MIN_ENTRIES entries or more (spray_rr's 16 paths
-# give about 44; ECMP's 1-6 run 1.5x slower with the pool: every link saturates or empties
+# give about 44; ECMP's 1-6 run 1.7x slower with the pool: every link saturates or empties
 # within a few steps, so the refills' scans cost more than the replays they save).
 cdef i64 POOL = 256
 POOL_MIN_ENTRIES = 16
