@@ -108,4 +108,30 @@ struct Calendar {
     }
 
     bool has_future() const { return !heap.empty(); }
+
+    // Drop every pending event and release its references. The calendar is emptied before the
+    // first release, so a destructor a release runs finds a consistent (empty) queue.
+    void release_all() {
+        std::vector<Event> rest(std::move(current));
+        const size_t from = index;
+        std::unordered_map<int64_t, std::vector<Event>> future(std::move(buckets));
+        current = std::vector<Event>();
+        buckets.clear();
+        heap = decltype(heap)();
+        spare = std::vector<std::vector<Event>>();
+        index = 0;
+        current_bucket = -1;
+        last_bucket = -1;
+        last_events = nullptr;
+        for (size_t i = from; i < rest.size(); ++i) {
+            Py_XDECREF(rest[i].fn);
+            Py_XDECREF(rest[i].arg);
+        }
+        for (auto& bucket : future) {
+            for (const Event& e : bucket.second) {
+                Py_XDECREF(e.fn);
+                Py_XDECREF(e.arg);
+            }
+        }
+    }
 };
