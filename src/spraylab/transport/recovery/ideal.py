@@ -51,9 +51,10 @@ class IdealRecovery(SelectiveRepeat):
     notices_losses = True
     # no bitmap and no NACK: the oracle reports losses
     reads = Recovery.reads
-    # Two int lists on the sender (tx_copies, lost_copies; made at the flow's first resend or
-    # loss, counted here as if every flow had one), one on the receiver (rank).
-    state_bytes_per_packet = 25
+    # Two int lists on the sender (tx_copies, lost_copies, 8 B a slot; made at the flow's first
+    # resend or loss, counted here as if every flow had one), on the receiver a 32-bit rank and
+    # the received flag.
+    state_bytes_per_packet = 21
 
     __slots__ = (
         "sack",
