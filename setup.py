@@ -1,9 +1,10 @@
 """Builds spraylab's compiled modules: the packet core (``spraylab.core._core``, Cython over
-C++) and the fluid engine's max-min kernel (``spraylab.fluid._maxmin``, Cython over C).
+C++), the fluid engine's max-min kernel (``spraylab.fluid._maxmin``, Cython over C) and its
+per-solve bookkeeping (``spraylab.fluid._sparse``).
 
-Everything else is declared in pyproject.toml. Both are compiled without floating-point
+Everything else is declared in pyproject.toml. All are compiled without floating-point
 contraction (no fused multiply-add), so the core's times and marking draws and the kernel's
-rates are the same doubles on every compiler and machine.
+rates (and the sums between solves) are the same doubles on every compiler and machine.
 """
 
 from Cython.Build import cythonize
@@ -24,5 +25,15 @@ maxmin = Extension(
     language="c",
     extra_compile_args=NO_CONTRACTION,
 )
+sparse = Extension(
+    "spraylab.fluid._sparse",
+    ["src/spraylab/fluid/_sparse.pyx"],
+    language="c",
+    extra_compile_args=NO_CONTRACTION,
+)
 
-setup(ext_modules=cythonize([core, maxmin], language_level=3, compiler_directives={"embedsignature": True}))
+setup(
+    ext_modules=cythonize(
+        [core, maxmin, sparse], language_level=3, compiler_directives={"embedsignature": True}
+    )
+)

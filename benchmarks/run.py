@@ -80,8 +80,12 @@ def hop_counts(net: object, total_hops: int, drops: int) -> tuple[int, int, bool
 
 def measure(path: Path, spawned: float) -> dict[str, object]:
     """Runs inside the child process; ``spawned`` is the parent's monotonic clock at spawn."""
-    from spraylab.model.scenario import Scenario
-    from spraylab.runs.experiment import build
+    try:
+        from spraylab.model.scenario import Scenario
+        from spraylab.runs.experiment import build
+    except ModuleNotFoundError:  # an engine from before the package was grouped (--base ef4c7ca)
+        from spraylab.config import Scenario  # type: ignore[no-redef]
+        from spraylab.experiment import build  # type: ignore[no-redef]
 
     scenario = Scenario.load(path)
     startup_s = time.monotonic() - spawned

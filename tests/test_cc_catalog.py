@@ -2,7 +2,7 @@
 control with its parameters (name, default, unit) and each recovery mode with the transport keys
 it reads; the fluid engines stand in for the controls that converge to max-min fair shares
 (DCQCN, DCTCP, Swift: equal flows on one bottleneck converge to equal shares, the theory the
-packet tests check) and refuse the others with one line."""
+packet tests check) and refuse the others (HPCC, NSCC, TIMELY) with one line."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_list_shows_every_congestion_control_with_its_parameters(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     lines = _list_output(monkeypatch, capsys)
-    for name in ("dcqcn", "hpcc", "dctcp", "swift"):
+    for name in ("dcqcn", "hpcc", "dctcp", "swift", "timely"):
         (line,) = [line for line in lines if f" {name} " in line and f"[transport.{name}]" in line]
         section, params = cc_parameters(name)
         assert params, name
@@ -46,6 +46,7 @@ def test_list_shows_every_congestion_control_with_its_parameters(
     assert ("min_rate", 1_000_000_000, "bits/s") in cc_parameters("hpcc")[1]
     assert ("byte_counter", 32767, "bytes") in cc_parameters("dcqcn")[1]
     assert ("g", 1 / 16, "") in cc_parameters("dctcp")[1]
+    assert ("t_low", 50_000_000, "ps") in cc_parameters("timely")[1]
     assert cc_parameters("none") == ("", [])
 
 
@@ -93,11 +94,11 @@ def test_the_fluid_engine_maps_dctcp_and_swift_to_max_min_shares(cc: str) -> Non
     assert max(result.flows["fct_ps"]) <= 1.01 * transfer_ps + 10e6  # + at most 10 us of latency
 
 
-@pytest.mark.parametrize("cc", ["hpcc", "nscc"])
+@pytest.mark.parametrize("cc", ["hpcc", "nscc", "timely"])
 def test_the_fluid_engines_refuse_what_they_cannot_map_and_list_what_they_map(cc: str) -> None:
-    """HPCC (its rate follows in-band telemetry) and NSCC (its window follows queueing delay and
-    trims) have no max-min stand-in: the fluid engines refuse them in one line naming the ones
-    they map."""
+    """HPCC (its rate follows in-band telemetry), NSCC (its window follows queueing delay and
+    trims) and TIMELY (its gradient rule has no unique fixed point, Zhu et al. CoNEXT'16) have no
+    max-min stand-in: the fluid engines refuse them in one line naming the ones they map."""
     with pytest.raises(ScenarioError) as err:
         validate(
             {

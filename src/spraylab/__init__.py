@@ -14,6 +14,11 @@ from typing import TYPE_CHECKING, Any
 # does no heavy linear algebra, and OpenBLAS's thread pool spins at start-up for about 0.08 s of
 # CPU per process, a sixth of a 128-host run on the compiled core.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# Arrow's buffers from the C library's allocator unless the user chose otherwise (the variable
+# is read when pyarrow is first imported: arrow.apache.org/docs/r/reference/MemoryPool.html,
+# "ARROW_DEFAULT_MEMORY_POOL"). Its default pool reserves about 10 MB when a process first
+# writes a Parquet table, more than a run's few small tables need (docs/performance.md, Memory).
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 if TYPE_CHECKING:
     from spraylab.lb.base import LbParams, LoadBalancer, register

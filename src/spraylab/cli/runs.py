@@ -52,6 +52,7 @@ def run_command(
     from spraylab.results.summary import run_label, summary_table
     from spraylab.results.tables import render
     from spraylab.runs import watched
+    from spraylab.runs.memory import release_freed_memory
 
     check_format(output_format)
     sc = load_scenario(scenario, parse_overrides(set_, allow_large, engine))
@@ -73,6 +74,7 @@ def run_command(
             exit_interrupted(None, "")
         exit_interrupted(target, "the partial result")
     if target is not None:
+        release_freed_memory()  # the saving loads pyarrow: on the run's freed pages, not new ones
         write_dir(target, "run", result.write_files, option)
         say(f"result saved in {target}/")
     exit_if_incomplete({sc.name: result.summary})

@@ -62,7 +62,10 @@ cdef class Port:
     cdef int64_t rate_int, per_byte_ps, per_byte_rem  # exact serialization (see above)
     # Dequeue marking and INT on a lossy port (``arrive_queued``): (enqueue time, busy_until
     # after it) of every send since the oldest data packet still to be judged or stamped.
-    cdef cdeque[pair[int64_t, int64_t]] busy_log
+    # Made at its first use (``_busy_log``; NULL until then: the allocation zeroes it): an
+    # empty std::deque already holds its map and a 512-byte node, 20 MB over the 32,768 ports
+    # of an 8,192-host leaf-spine, where most ports never use it (docs/performance.md, Memory).
+    cdef cdeque[pair[int64_t, int64_t]]* busy_log
     cdef object _receive
     cdef Switch fast_switch
     cdef Host fast_host
@@ -130,6 +133,14 @@ cdef class Port:
         self.tail_pkt = None
         self.tail_depart = -1
         self.trim_tail_fraction = 0.0
+
+    def __dealloc__(self):
+        del self.busy_log
+
+    cdef inline cdeque[pair[int64_t, int64_t]]* _busy_log(self) except NULL:
+        if self.busy_log == NULL:
+            self.busy_log = new cdeque[pair[int64_t, int64_t]]()
+        return self.busy_log
 
     # --- configuration --------------------------------------------------------------------
     @property
@@ -255,7 +266,7 @@ cdef class Port:
                 self.tail_pkt = pkt
                 self.tail_depart = depart
             if self.mark_at_dequeue or self.int_port_id >= 0:
-                self.busy_log.push_back(pair[int64_t, int64_t](now, depart))
+                self._busy_log().push_back(pair[int64_t, int64_t](now, depart))
                 self.marks_pending += 1
                 if int_slot >= 0:
                     (<IntRecord>pkt.int_record).pending = int_slot
@@ -316,7 +327,9 @@ cdef class Port:
         cdef double start, behind
         cdef bint stamps = self.int_port_id >= 0
         cdef IntRecord record
+        cdef cdeque[pair[int64_t, int64_t]]* log
         if self.mark_at_dequeue or stamps:
+            log = self._busy_log()
             depart = self.sim.now - self.delay_ps
             self.marks_pending -= 1
             # busy_until never decreases, so today's bounds the queue behind the packet at its
@@ -324,11 +337,11 @@ cdef class Port:
             # each entry is popped once) only when it is or when it has grown long. (``kmin_ps``
             # is Kmin's serialization time or just below it: entering the search changes no
             # decision.) INT needs the queue whatever its size.
-            if stamps or self.busy_until - depart > self.kmin_ps or self.busy_log.size() > 32:
+            if stamps or self.busy_until - depart > self.kmin_ps or log.size() > 32:
                 start = <double>(depart - ser_ps(self, pkt.size))
-                while self.busy_log.size() > 1 and <double>self.busy_log[1].first < start:
-                    self.busy_log.pop_front()
-                behind = (self.busy_log[0].second - depart) / self.per_byte
+                while log.size() > 1 and <double>deref(log)[1].first < start:
+                    log.pop_front()
+                behind = (deref(log)[0].second - depart) / self.per_byte
                 if stamps and pkt.int_record is not None:
                     record = <IntRecord>pkt.int_record
                     if record.pending >= 0:
@@ -339,7 +352,7 @@ cdef class Port:
                     pkt.ecn = True
                     self.ecn_marks += 1
             if not self.marks_pending:
-                self.busy_log.clear()
+                log.clear()
         return self.deliver(pkt)
 
     cpdef send_control(self, Packet pkt):
@@ -357,7 +370,7 @@ cdef class Port:
         busy = self.busy_until
         self.busy_until = (busy if busy > now else now) + ser
         if self.marks_pending:
-            self.busy_log.push_back(pair[int64_t, int64_t](now, self.busy_until))
+            self._busy_log().push_back(pair[int64_t, int64_t](now, self.busy_until))
         self.tx_bytes += size
         self.tx_packets += 1
         sim.push(now + ser + self.delay_ps, EV_ARRIVE, self, pkt, self.generation)

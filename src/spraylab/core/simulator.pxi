@@ -25,6 +25,7 @@ cdef extern from "calendar.h":
         bint next_bucket()
         void put_back_rest()
         bint has_future()
+        void release_all()
 
 BUCKET_SHIFT = BUCKET_SHIFT_C
 PS_PER_US = 1_000_000
@@ -63,18 +64,16 @@ cdef class Simulator:
         self._progress = None
 
     def __dealloc__(self):
-        cdef size_t i
-        cdef vector[Event]* events
-        for i in range(self.cal.index, self.cal.current.size()):
-            Py_XDECREF(self.cal.current[i].fn)
-            Py_XDECREF(self.cal.current[i].arg)
-        cdef unordered_map[int64_t, vector[Event]].iterator it = self.cal.buckets.begin()
-        while it != self.cal.buckets.end():
-            events = &deref(it).second
-            for i in range(events.size()):
-                Py_XDECREF(deref(events)[i].fn)
-                Py_XDECREF(deref(events)[i].arg)
-            inc(it)
+        self.cal.release_all()
+
+    def discard_pending(self) -> None:
+        """Drop every pending event (a finished run's timers, packets still on wires) and the
+        references they hold. The calendar's events are C++ values the cyclic collector does
+        not see: while one is pending, the callable it holds (a queue pair's timer, a port)
+        keeps the whole network alive through the simulator, which every component refers to,
+        even after the caller dropped both. ``spraylab.runs.experiment.run`` calls this once
+        it has the result, so the network is freed before the result is saved."""
+        self.cal.release_all()
 
     cdef inline void push(self, int64_t time_ps, int kind, object fn, object arg, int64_t aux):
         cdef Event e

@@ -38,6 +38,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from spraylab.fluid._maxmin import solve_acks_compiled, solve_compiled
+from spraylab.fluid._sparse import link_sums
 from spraylab.fluid.solver import Problem
 from spraylab.net.framing import ACK_WIRE_BYTES
 
@@ -104,6 +106,13 @@ def solve_with_acks(
     which are not the rows it last solved)."""
     finite = capacity[np.isfinite(capacity)]
     atol = ACK_RTOL * max(float(finite.max(initial=0.0)), 1e-30)
+    if solve is solve_compiled:  # the loop below in C, transposing the problem once
+        rates, data_cap, new, ok = solve_acks_compiled(
+            problem, acks, capacity, ack_load, atol, MAX_ITERATIONS, STALL_ITERATIONS
+        )
+        if ok:
+            return AckRates(rates, data_cap, new, problem, False)
+        return _fall_back(problem, acks, capacity, fallback_solve or solve)
     load = ack_load
     best, since_best = np.inf, 0
     for _ in range(MAX_ITERATIONS):
@@ -121,14 +130,22 @@ def solve_with_acks(
         if since_best >= STALL_ITERATIONS:
             break
         load = new
+    return _fall_back(problem, acks, capacity, fallback_solve or solve)
+
+
+def _fall_back(
+    problem: Problem, acks: Problem, capacity: np.ndarray, solve: Callable[[Problem, np.ndarray], np.ndarray]
+) -> AckRates:
+    """The shared allocation (module doc)."""
     shared = shared_problem(problem, acks)
-    rates = (fallback_solve or solve)(shared, capacity)
+    rates = solve(shared, capacity)
     return AckRates(rates, capacity, _ack_load(acks, rates, len(capacity)), shared, True)
 
 
 def _ack_load(acks: Problem, rates: np.ndarray, n_links: int) -> np.ndarray:
-    sent = np.where(np.isfinite(rates), rates, 0.0)
-    return np.bincount(acks.link, weights=acks.coef * sent[acks.entry_flow], minlength=n_links)
+    # np.bincount(acks.link, weights=acks.coef * sent[acks.entry_flow]) with sent the finite
+    # rates (0 for an unconstrained flow), summed in the same order (fluid/_sparse.pyx)
+    return link_sums(acks.ptr, acks.link, acks.coef, rates, n_links, True)
 
 
 def shared_problem(problem: Problem, acks: Problem) -> Problem:

@@ -27,6 +27,7 @@ wait for the next solve). 0 re-solves at every event.
 from __future__ import annotations
 
 import heapq
+import itertools
 import random
 import time
 from dataclasses import dataclass, field
@@ -35,9 +36,11 @@ from typing import Any
 import numpy as np
 
 from spraylab.engine.simulator import Simulator
+from spraylab.fluid._sparse import link_sums, restrict
 from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
 from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_words, route_model
 from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_rows, solver_named
+from spraylab.fluid.spray_draws import spray_entropies
 from spraylab.fluid.warm import WarmSolver
 from spraylab.net.framing import data_wire_bytes
 from spraylab.net.link_events import LINK_ACTIONS
@@ -163,17 +166,18 @@ def prepare(scenario: Any) -> FluidRun:
     spray: list[list[int]] = []
     if spray_rng is not None:  # drawn at each flow's start, in start order: here, list order
         paths = make_lb(scenario.lb.scheme, scenario.lb.params).params.paths  # type: ignore[attr-defined]
-        spray = [spray_rng.sample(range(1 << 16), paths) for _ in flows]
+        spray = spray_entropies(spray_rng, len(flows), paths)
     ack_ratio: list[float] = []
     if scenario.run.fluid_acks:
         t = scenario.transport
         mtu = t.mtu
         # the receiver counts each packet's payload plus the header transport.ack_bytes names
         per_ack = packets_per_ack(t.ack_every, t.ack_every_bytes, mtu + ACK_COUNTED_HEADER_BYTES[t.ack_bytes])
-        ack_ratio = [
-            ack_bytes_per_byte(max(1, -(-f.size_bytes // mtu)), wire_bytes(f.size_bytes, mtu), per_ack)
-            for f in flows
-        ]
+        by_size = {  # one computation per distinct size (a permutation has one)
+            size: ack_bytes_per_byte(max(1, -(-size // mtu)), wire_bytes(size, mtu), per_ack)
+            for size in {f.size_bytes for f in flows}
+        }
+        ack_ratio = [by_size[f.size_bytes] for f in flows]
     try:
         solver = pick_solver(scenario.run.fluid_solver, len(flows), scenario.run.fluid_acks)
     except ValueError as exc:
@@ -285,7 +289,7 @@ def _traced_problem(run: FluidRun, src: np.ndarray, dst: np.ndarray, n_links: in
     else:
         per_flow = np.array([len(e) for e in run.spray_entropies], dtype=np.int64)
         entropy = np.fromiter(
-            (e for row in run.spray_entropies for e in row), dtype=np.int64, count=int(per_flow.sum())
+            itertools.chain.from_iterable(run.spray_entropies), dtype=np.int64, count=int(per_flow.sum())
         )
     walk_flow = np.repeat(np.arange(n), per_flow)
     links, length = run.fabric.hash_walks(
@@ -410,9 +414,10 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
     def flush_tx() -> None:
         """Put the bytes the last solve's flows sent onto their links (once per solve, not
         per step: a step then costs the moving flows, not their entries)."""
-        tx[:] += np.bincount(sub.link, weights=sub.coef * sent[sending_entries], minlength=len(tx))
+        moved = sent[rows]
+        tx[:] += _link_sums(sub, moved, len(tx))
         if run.ack_ratio:
-            tx[:] += np.bincount(ack_sub.link, weights=ack_sub.coef * sent[acking_entries], minlength=len(tx))
+            tx[:] += _link_sums(ack_sub, moved, len(tx))
         sent[rows] = 0.0
 
     progress = np.zeros(n)  # bytes per ps that count towards completion
@@ -454,7 +459,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
     # slower with it), so it solves every time.
     use_warm = run.warm and run.solver == "numpy"
     rows = np.zeros(0, dtype=np.int64)  # the flows of the last solve
-    sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
+    sub, ack_sub = _restricted(routes, rows)
 
     while True:
         # events due now are taken in first: a solve before them would be wasted, and with a
@@ -465,16 +470,14 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
             flush_tx()
             rows = np.flatnonzero(active & (routes.goodput > 0) & routes.reachable)
             key = (cap_version, rows.tobytes())
-            sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
+            sub, ack_sub = _restricted(routes, rows)
             rates = memo.get(key)
             if rates is None:
                 solve = warm.solver_for(rows) if use_warm else kernel
                 if run.ack_ratio:
                     # from the ACKs the flows still sending put on the links at their last
                     # rates (finished flows send none): one solve fewer than from the last load
-                    ack_start = np.bincount(
-                        ack_sub.link, weights=ack_sub.coef * send[acking_entries], minlength=p.n_links
-                    )
+                    ack_start = _link_sums(ack_sub, send[rows], p.n_links)
                     solved = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_start, kernel)
                     rates, solved_on, solved_cap = solved.rates, solved.problem, solved.capacity
                     ack_fallbacks += solved.fell_back
@@ -565,7 +568,7 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
                 tx[: routes.n_real] = real_tx
                 memo.clear()
                 # until the next solve, the last solve's flows as traced again
-                sub, sending_entries, ack_sub, acking_entries = _restricted(routes, rows)
+                sub, ack_sub = _restricted(routes, rows)
                 warm.reset()
             routes.capacity(rate_bps, up)
             cap_version += 1
@@ -589,12 +592,20 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
     )
 
 
-def _restricted(routes: _Routes, rows: np.ndarray) -> tuple[Problem, np.ndarray, Problem, np.ndarray]:
-    """The problem of flows ``rows`` and of their ACKs, each with the flow (an index into the
-    run's flows) of every entry, for the bytes they move."""
-    sub = routes.problem.restrict(rows)
-    acks = routes.acks.restrict(rows)
-    return sub, rows[sub.entry_flow], acks, rows[acks.entry_flow]
+def _restricted(routes: _Routes, rows: np.ndarray) -> tuple[Problem, Problem]:
+    """The problem of flows ``rows`` and of their ACKs (``Problem.restrict``, compiled: the
+    engine restricts before every solve)."""
+    return _restrict(routes.problem, rows), _restrict(routes.acks, rows)
+
+
+def _restrict(p: Problem, rows: np.ndarray) -> Problem:
+    return Problem(*restrict(p.ptr, p.link, p.coef, p.weight, rows), p.n_links)
+
+
+def _link_sums(p: Problem, value: np.ndarray, n_links: int) -> np.ndarray:
+    """Per link, ``p``'s coefficients times its rows' ``value`` (one per row), summed as
+    ``np.bincount(p.link, weights=p.coef * value[p.entry_flow])`` sums them (fluid/_sparse.pyx)."""
+    return link_sums(p.ptr, p.link, p.coef, value, n_links)
 
 
 def _event_links(ff: FluidFabric, a: str, b: str, parallel: int | None, direction: str = "both") -> list[int]:

@@ -269,7 +269,22 @@ def certify(
     link carries at most its capacity, and every active flow crossing a link has a saturated
     link on which its rate / weight is the largest (module docstring)."""
     p = problem
-    on = np.ones(p.n_flows, dtype=bool) if active is None else active.astype(bool)
+    if active is None:  # the engine's case, every flow active: the same checks, compiled
+        from spraylab.fluid._sparse import certificate
+
+        failed = certificate(
+            np.ascontiguousarray(p.ptr, dtype=np.int64),
+            np.ascontiguousarray(p.link, dtype=np.int64),
+            np.ascontiguousarray(p.coef, dtype=float),
+            np.ascontiguousarray(p.weight, dtype=float),
+            np.ascontiguousarray(capacity, dtype=float),
+            np.ascontiguousarray(rate, dtype=float),
+            rtol,
+        )
+        if failed is not None:
+            raise CertificateError(failed)
+        return
+    on = active.astype(bool)
     f_of, links, coef = p.entry_flow, p.link, p.coef
     # inactive flows and unconstrained ones (rate inf) put nothing on links; the engine's solves
     # have neither, so they skip copying every entry

@@ -42,7 +42,8 @@ MEMORY_FRACTION = 0.5  # of what the process may use: the rest for the interpret
 #   per packet of a flow's size (Recovery.state_bytes_per_packet): go-back-N and SR receivers
 #     1 B (a bytearray of PSNs), ideal recovery 25 B (two int lists on the sender, one on the
 #     receiver): 16 x 4 MB vs 40 MB permutations, 0.16 -> 0.30 MB (gbn) and 0.54 -> 4.05 MB
-#     (ideal) for 140,625 more packets;
+#     (ideal) for 140,625 more packets; since then the receiver's list is 32-bit and the
+#     sender's are made at a flow's first loss or resend: 21 B counts every flow as having one;
 #   per queued packet: a 20-slot Packet object plus its event tuple, about 250 B.
 FLOW_BYTES = 3_300
 PORT_BYTES = 900

@@ -157,4 +157,8 @@ def run(
     if scenario.run.stop == "time":
         simulation.net.stop_when_done = False
     simulation.run(progress)
-    return simulation.result()
+    result = simulation.result()
+    # The finished run's pending timers hold the network alive through the simulator (the
+    # cyclic collector cannot see the calendar's events): drop them, so the network is garbage.
+    simulation.sim.discard_pending()
+    return result

@@ -53,9 +53,10 @@ class IncastOutcome:
     # the bottleneck's ECN marking threshold (its kmin, bytes) and the fabric's largest base RTT
     ecn_k_bytes: int
     base_rtt_ps: float
-    # Steady state, for a control that measures delay against a target (Swift: ``last_delay_ps``,
-    # ``last_target_ps`` on its per-QP state): the mean over the samples and the flows still
-    # sending of each flow's last measured RTT and of its target; NaN for other controls.
+    # Steady state, for a control that measures delay (``last_delay_ps`` on its per-QP state:
+    # Swift, TIMELY) and one that holds it against a target (Swift's ``last_target_ps``): the
+    # mean over the samples and the flows still sending of each flow's last measured RTT and of
+    # its target; NaN for other controls (the target: NaN for a control without one).
     steady_mean_rtt_ps: float
     steady_mean_target_ps: float
     # At the first sample (every microsecond) after the first flow finished: each flow still
@@ -88,7 +89,9 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     samples: list[int] = []
     sent: list[int] = []  # the bottleneck's tx_bytes at every sample
     delays: list[tuple[float, float]] = []  # (mean RTT, mean target) of the sending flows
-    measures_delay = hasattr(net.qps[0].cc, "last_target_ps")
+    nan = float("nan")
+    measures_delay = hasattr(net.qps[0].cc, "last_delay_ps")
+    has_target = hasattr(net.qps[0].cc, "last_target_ps")
     # flow index -> (window, packets not yet acknowledged), at the first completion
     survivor_windows: dict[int, tuple[int, int]] = {}
 
@@ -103,9 +106,9 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
         sent.append(bottleneck.tx_bytes)
         if measures_delay:
             pairs = [
-                (qp.cc.last_delay_ps, qp.cc.last_target_ps)
+                (qp.cc.last_delay_ps, qp.cc.last_target_ps if has_target else nan)
                 for qp in net.qps
-                if not qp.sender_done and qp.cc.last_target_ps
+                if not qp.sender_done and qp.cc.last_delay_ps
             ]
             n_pairs = len(pairs) or 1
             delays.append((sum(d for d, _ in pairs) / n_pairs, sum(t for _, t in pairs) / n_pairs))
@@ -123,7 +126,6 @@ def incast(n: int, size_bytes: int, lossless: bool, **sections: dict[str, Any]) 
     lo, hi = first_done_us // 2, max(first_done_us // 2 + 1, first_done_us)
     steady = samples[lo:hi]
     steady_delays = delays[lo:hi]
-    nan = float("nan")
     mtu = simulation.scenario.transport.mtu
     return IncastOutcome(
         cct_ps=cct,
@@ -191,6 +193,17 @@ BOTTLENECK_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
     # two long flows, both across the spine (one base RTT); 800 Gb/s leaf-spine links, so the
     # receiver's link stays the bottleneck when both flows hash onto one spine
     "long_flows_one_rtt": (2, 64_000_000, {"leaves": 3, "hosts_per_leaf": 1, "uplink_rate": "800Gbps"}),
+    # TIMELY's (tests/test_timely.py): the same bottlenecks with eight times the bytes, so a
+    # steady state follows its start-up cut (its additive climb back to C / N at delta per base
+    # RTT takes C / N / delta x 8.3 us: 4.2 ms for two flows, 0.5 ms for 16 at 400 Gb/s)
+    "incast_16_64mb": (16, 64_000_000, {}),
+    "incast_16_one_rtt_64mb": (16, 64_000_000, {"leaves": 17, "hosts_per_leaf": 1}),
+    "long_flows_one_rtt_512mb": (
+        2,
+        512_000_000,
+        {"leaves": 3, "hosts_per_leaf": 1, "uplink_rate": "800Gbps"},
+    ),
+    "long_flows_512mb": (2, 512_000_000, {}),
 }
 
 

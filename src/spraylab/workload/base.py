@@ -9,7 +9,6 @@ changes to add one.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -106,7 +105,10 @@ def check_ranks(where: str, kind: str, hosts: int, n_hosts: int) -> None:
 
 def one_group(ctx: FlowContext, flows: list[FlowSpec], kind: str, size_bytes: int, ranks: int) -> Flows:
     """``flows`` as the single group ``ctx.group`` (the common case)."""
-    named = [dataclasses.replace(f, group=ctx.group) for f in flows]
+    # FlowSpec(...) is dataclasses.replace(f, group=...) without its per-call field lookup (a
+    # 1024-host permutation: 1,024 flows, 4 ms)
+    g = ctx.group
+    named = [FlowSpec(f.flow_id, f.src, f.dst, f.size_bytes, f.start_ps, f.deps, g) for f in flows]
     return named, {ctx.group: GroupInfo(ctx.group, kind, size_bytes, ranks)}
 
 

@@ -7,7 +7,9 @@ Flow ids are consecutive from ``first_flow_id`` in the order the flows are retur
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Hashable, Sequence
+
+import numpy as np
 
 from spraylab.workload.collectives import all_to_all_collective
 from spraylab.workload.flows import FlowSpec
@@ -20,20 +22,28 @@ def _check_hosts(hosts: Sequence[int], minimum: int) -> None:
         raise ValueError(f"need at least {minimum} distinct hosts, got {list(hosts)}")
 
 
-def _repair(perm: list[int], bad: Callable[[int, int], bool], rng: random.Random) -> None:
-    """Swap targets until no ``bad(i, perm[i])`` is left, where a fixing swap exists.
+def _repair(perm: list[int], key: Sequence[Hashable], rng: random.Random) -> None:
+    """Swap targets until no ``i`` has ``key[i] == key[perm[i]]`` (a bad entry), where a fixing
+    swap exists.
 
     A swap of ``perm[i]`` and ``perm[j]`` is only taken when neither side ends up bad, so
-    the count of bad entries never grows and already-fixed entries stay fixed.
+    the count of bad entries never grows and already-fixed entries stay fixed. The fixing swaps
+    of a bad entry are found for all ``j`` at once (numpy), in increasing ``j``.
     """
     n = len(perm)
+    keys = list(key)
+    key_at = np.asarray(keys)
+    target = np.asarray(perm)
     for i in range(n):
-        if not bad(i, perm[i]):
+        if keys[i] != keys[perm[i]]:
             continue
-        candidates = [j for j in range(n) if not bad(i, perm[j]) and not bad(j, perm[i])]
+        # j such that neither i nor j is bad after the swap
+        fixing = (key_at[target] != keys[i]) & (key_at != keys[perm[i]])
+        candidates = np.flatnonzero(fixing).tolist()
         if candidates:
             j = rng.choice(candidates)
             perm[i], perm[j] = perm[j], perm[i]
+            target[i], target[j] = perm[i], perm[j]
 
 
 def permutation(
@@ -56,13 +66,13 @@ def permutation(
     rng.shuffle(perm)
     # A random shuffle plus local swaps: cheap for any n and, unlike rejection sampling,
     # it does not blow up when the group constraint makes valid shuffles rare.
-    _repair(perm, lambda i, t: i == t, rng)
+    _repair(perm, range(n), rng)  # no host sends to itself
     if avoid_same_group is not None:
         groups = list(avoid_same_group)
         if len(groups) != n:
             raise ValueError(f"avoid_same_group has {len(groups)} entries for {n} hosts")
         # Same host implies same group, so this pass cannot reintroduce self-flows.
-        _repair(perm, lambda i, t: groups[i] == groups[t], rng)
+        _repair(perm, groups, rng)
     return [FlowSpec(first_flow_id + i, hosts[i], hosts[perm[i]], size_bytes, start_ps) for i in range(n)]
 
 

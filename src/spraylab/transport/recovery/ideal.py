@@ -51,8 +51,10 @@ class IdealRecovery(SelectiveRepeat):
     notices_losses = True
     # no bitmap and no NACK: the oracle reports losses
     reads = Recovery.reads
-    # Two int lists on the sender (tx_copies, lost_copies), one on the receiver (rank).
-    state_bytes_per_packet = 25
+    # Two int lists on the sender (tx_copies, lost_copies, 8 B a slot; made at the flow's first
+    # resend or loss, counted here as if every flow had one), on the receiver a 32-bit rank and
+    # the received flag.
+    state_bytes_per_packet = 21
 
     __slots__ = (
         "sack",
@@ -73,9 +75,11 @@ class IdealRecovery(SelectiveRepeat):
         self.sack = qp.sack = CumulativeSack(qp.rx)
         # Copies of each PSN put on the wire (the first send is counted in advance) and copies
         # lost in the network: a PSN has a copy in flight while the first exceeds the second
-        # (and the receiver does not hold it yet).
-        self.tx_copies = [1] * qp.n_packets
-        self.lost_copies = [0] * qp.n_packets
+        # (and the receiver does not hold it yet). None until the flow's first resend or loss
+        # (``_count_copies``): most flows have neither, and at 8,192 flows of 2 MB the two
+        # lists were 62 MB of a run's peak RSS (docs/performance.md, Memory).
+        self.tx_copies: list[int] | None = None
+        self.lost_copies: list[int] | None = None
         self.base_rtt_ps = -1  # computed at the first loss (_path_delays)
         self.return_ps = -1
         self.loss_notices = 0
@@ -91,8 +95,17 @@ class IdealRecovery(SelectiveRepeat):
     def skip_resend(self, psn: int) -> bool:
         return self.sack.holds(psn)
 
+    def _count_copies(self) -> tuple[list[int], list[int]]:
+        """``(tx_copies, lost_copies)``, made at the first call: one copy sent of every PSN
+        (the first send, counted in advance), none lost."""
+        if self.tx_copies is None or self.lost_copies is None:
+            n = self.qp.n_packets
+            self.tx_copies = [1] * n
+            self.lost_copies = [0] * n
+        return self.tx_copies, self.lost_copies
+
     def on_resent(self, psn: int) -> None:
-        self.tx_copies[psn] += 1
+        self._count_copies()[0][psn] += 1
 
     def on_timeout(self) -> None:
         qp = self.qp
@@ -115,7 +128,7 @@ class IdealRecovery(SelectiveRepeat):
         now = sim.now
         kind = pkt.kind
         if kind == DATA:
-            self.lost_copies[pkt.psn] += 1
+            self._count_copies()[1][pkt.psn] += 1
             at = pkt.sent_ps + self.base_rtt_ps
             sim.at(at if at > now + back else now + back, self._notice_cb, pkt.psn)
         elif kind == ACK:
@@ -141,7 +154,8 @@ class IdealRecovery(SelectiveRepeat):
         qp = self.qp
         if qp.sender_done or psn < qp.snd_una or qp.rx.received[psn]:
             return  # delivered: the receiver would not NACK a PSN it holds
-        if self.tx_copies[psn] > self.lost_copies[psn]:
+        tx_copies, lost_copies = self._count_copies()  # made by the drop this notice is of
+        if tx_copies[psn] > lost_copies[psn]:
             return  # another copy (an RTO resend) is still in the network
         if psn in qp.retx_queue:
             return  # already queued (by an RTO)

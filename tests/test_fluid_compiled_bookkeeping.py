@@ -1,0 +1,125 @@
+"""The fluid engine's compiled paths against what they replace, to the bit: the compiled
+max-min kernel's pool (sprayed flows) against the progressive-filling oracle and the max-min
+certificate (Bertsekas & Gallager, Data Networks, section 6.5.2), the compiled ACK
+fixed-point loop against the Python loop of ``solve_with_acks``, ``link_sums`` against
+``np.bincount``, the compiled certificate against the numpy one, and the spray_rr draws
+against ``random.Random.sample``."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from spraylab.fluid._sparse import link_sums, restrict
+
+from spraylab.fluid import _maxmin
+from spraylab.fluid.acks import solve_with_acks
+from spraylab.fluid.solver import CertificateError, Problem, certify, problem_from_lists
+from spraylab.fluid.spray_draws import spray_entropies
+from spraylab.metrics.maxmin import max_min_rates
+
+
+def _sprayed(rng: np.random.Generator, n_flows: int, n_links: int, per_flow: int) -> list[list[int]]:
+    return [sorted(rng.choice(n_links, size=per_flow, replace=False).tolist()) for _ in range(n_flows)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_pooled_kernel_equals_progressive_filling_oracle(seed: int) -> None:
+    """Flows crossing 16+ links (the kernel ranks a pool of the lowest links, refilled as it
+    runs dry: 600 links, several refills) get the oracle's max-min rates, with ties (few
+    distinct capacities) broken as the oracle breaks them, and pass the certificate."""
+    rng = np.random.default_rng(seed)
+    n_links = 600
+    flows = _sprayed(rng, 120, n_links, int(rng.integers(16, 40)))
+    caps = rng.choice([1.0, 2.0, 3.0, 5.0], size=n_links)
+    problem = problem_from_lists(flows, n_links)
+    assert len(problem.link) >= _maxmin.POOL_MIN_ENTRIES * problem.n_flows  # the pool is in use
+    rates = _maxmin.solve_compiled(problem, caps)
+    certify(problem, caps, rates)
+    oracle = max_min_rates(flows, dict(enumerate(caps.tolist())))
+    np.testing.assert_allclose(rates, oracle, rtol=1e-9)
+
+
+def _ack_case(seed: int, size_scale: float) -> tuple[Problem, Problem, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    n_links, n_flows = 300, 80
+    data = problem_from_lists(_sprayed(rng, n_flows, n_links, 18), n_links)
+    back = problem_from_lists(_sprayed(rng, n_flows, n_links, 18), n_links)
+    ratio = rng.uniform(0.01, 0.05, size=n_flows) * size_scale  # ACK bytes per data byte
+    acks = Problem(back.ptr, back.link, back.coef * ratio[back.entry_flow], back.weight, n_links)
+    caps = rng.choice([10.0, 20.0, 40.0], size=n_links)
+    start = np.bincount(back.link, weights=back.coef * ratio[back.entry_flow], minlength=n_links)
+    return data, acks, caps, start
+
+
+@pytest.mark.parametrize("size_scale", [1.0, 60.0])
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_ack_loop_is_the_python_loop(seed: int, size_scale: float) -> None:
+    """The fixed point r = maxmin(C - A r) of fluid/acks.py, iterated in C, is the Python
+    loop's: the same rates, data capacity and ACK load to the bit, and the same fallback when
+    ACKs cost more than data (size_scale 60: a > 1)."""
+    data, acks, caps, start = _ack_case(seed, size_scale)
+    compiled = solve_with_acks(_maxmin.solve_compiled, data, acks, caps, start)
+
+    def python_loop(p: Problem, c: np.ndarray) -> np.ndarray:  # not the kernel object: the Python loop
+        return _maxmin.solve_compiled(p, c)
+
+    reference = solve_with_acks(python_loop, data, acks, caps, start)
+    assert compiled.fell_back == reference.fell_back == (size_scale > 1)
+    for got, want in zip(compiled[:3], reference[:3]):
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))
+
+
+def test_link_sums_are_bincounts_sums() -> None:
+    """Per-link sums of coefficient x row value, added in entry order as np.bincount adds its
+    weights: the same doubles (the ACK load feeds the next solve)."""
+    rng = np.random.default_rng(7)
+    problem = problem_from_lists(
+        _sprayed(rng, 200, 90, 12), 90, coefs=[list(rng.random(12)) for _ in range(200)]
+    )
+    value = rng.random(200) * 1e3
+    value[3] = np.inf
+    finite = np.where(np.isfinite(value), value, 0.0)
+    want = np.bincount(problem.link, weights=problem.coef * finite[problem.entry_flow], minlength=90)
+    got = link_sums(problem.ptr, problem.link, problem.coef, value, 90, True)
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    rows = np.array([5, 2, 150, 7])
+    sub = Problem(*restrict(problem.ptr, problem.link, problem.coef, problem.weight, rows), 90)
+    ref = problem.restrict(rows)
+    for a, b in ((sub.ptr, ref.ptr), (sub.link, ref.link), (sub.coef, ref.coef), (sub.weight, ref.weight)):
+        assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_compiled_certificate_is_the_numpy_certificate(seed: int) -> None:
+    """The compiled certificate (every flow active) accepts and rejects what the numpy one does
+    (the active-mask path), naming the same link or flow: the max-min rates pass, and perturbed
+    rates fail for want of a bottleneck or by overfilling a link."""
+    rng = np.random.default_rng(seed)
+    problem = problem_from_lists(_sprayed(rng, 40, 30, 4), 30)
+    caps = rng.choice([1.0, 2.0, 4.0], size=30)
+    rates = _maxmin.solve_compiled(problem, caps)
+    trials = [rates, rates * (1 + rng.choice([-1e-3, 0.0, 1e-3], size=40)), rates * 0.5, rates * 2]
+    for r in trials:
+        outcomes = []
+        for active in (None, np.ones(40, dtype=bool)):
+            try:
+                certify(problem, caps, r, active)
+                outcomes.append("ok")
+            except CertificateError as exc:
+                outcomes.append(str(exc))
+        assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize(
+    ("n_flows", "paths"), [(1024, 16), (300, 1), (40, 200), (3, 5461), (2, 5462), (5, 6)]
+)
+def test_spray_draws_are_random_sample(n_flows: int, paths: int) -> None:
+    """spray_rr's entropies drawn at once are the values the packet engine draws one flow at a
+    time (random.Random.sample over range(2^16)): the set regime by blocks, the rest (paths
+    past 5,461) one sample at a time."""
+    for seed in range(5):
+        a, b = random.Random(seed), random.Random(seed)
+        want = [a.sample(range(1 << 16), paths) for _ in range(n_flows)]
+        assert spray_entropies(b, n_flows, paths) == want

@@ -1,0 +1,73 @@
+"""A finished run's memory is given back (docs/performance.md, Memory).
+
+The calendar's pending events are C++ values holding references the cyclic collector cannot
+see (``core/calendar.h``). By reference counting, an object stays alive while any reference to
+it does; so a timer still pending when the run ends keeps its queue pair, and through it the
+network and the simulator, alive for the rest of the process unless the simulator drops it
+(``Simulator.discard_pending``)."""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+from typing import Any
+
+import spraylab
+from spraylab.engine.simulator import Simulator
+from spraylab.model.scenario import validate
+from spraylab.net.network import Network
+from spraylab.runs.experiment import build
+from spraylab.runs.memory import release_freed_memory
+
+SCENARIO: dict[str, Any] = {
+    "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2, "host_rate": "100Gbps"},
+    "workload": {"kind": "permutation", "size": "20KB"},
+}
+
+
+def _live_networks() -> int:
+    gc.collect()
+    return sum(isinstance(o, Network) for o in gc.get_objects())
+
+
+def test_discard_pending_releases_each_reference() -> None:
+    """Each scheduled event holds one reference to its callable and one to its argument;
+    discarding gives both back and leaves nothing pending."""
+    sim = Simulator(1)
+    fn, arg = (lambda _: None), object()
+    before = sys.getrefcount(fn), sys.getrefcount(arg)
+    sim.at(5, fn, arg)
+    sim.at(1 << 40, fn, arg)  # a far-future bucket as well as a near one
+    assert (sys.getrefcount(fn), sys.getrefcount(arg)) == (before[0] + 2, before[1] + 2)
+    sim.discard_pending()
+    assert (sys.getrefcount(fn), sys.getrefcount(arg)) == before
+    assert sim.pending() == []
+    assert sim.run() == "idle"  # an empty calendar runs to idle
+
+
+def test_pending_timers_keep_the_network_until_discarded() -> None:
+    """The premise: a finished run leaves timers pending, and they keep the network alive
+    through a collection; once discarded, nothing else holds it."""
+    simulation = build(validate(SCENARIO))
+    simulation.run()
+    simulation.result()
+    assert simulation.sim.pending(), "the run should end with timers pending (else nothing is tested)"
+    net = weakref.ref(simulation.net)
+    sim = simulation.sim
+    del simulation
+    gc.collect()
+    assert net() is not None
+    sim.discard_pending()
+    del sim
+    gc.collect()
+    assert net() is None
+
+
+def test_run_leaves_no_network_behind() -> None:
+    """``spraylab.run`` returns the result only: after a collection no network is left."""
+    before = _live_networks()
+    result = spraylab.run(SCENARIO)
+    assert result.summary["flows"] > 0
+    release_freed_memory()
+    assert _live_networks() == before
