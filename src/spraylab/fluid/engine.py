@@ -40,7 +40,6 @@ from spraylab.fluid._sparse import link_sums, restrict
 from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
 from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_words, route_model
 from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_rows, solver_named
-from spraylab.fluid.spray_draws import spray_entropies
 from spraylab.fluid.warm import WarmSolver
 from spraylab.net.framing import data_wire_bytes
 from spraylab.net.link_events import LINK_ACTIONS
@@ -166,7 +165,7 @@ def prepare(scenario: Any) -> FluidRun:
     spray: list[list[int]] = []
     if spray_rng is not None:  # drawn at each flow's start, in start order: here, list order
         paths = make_lb(scenario.lb.scheme, scenario.lb.params).params.paths  # type: ignore[attr-defined]
-        spray = spray_entropies(spray_rng, len(flows), paths)
+        spray = [spray_rng.sample(range(1 << 16), paths) for _ in flows]
     ack_ratio: list[float] = []
     if scenario.run.fluid_acks:
         t = scenario.transport
