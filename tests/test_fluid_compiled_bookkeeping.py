@@ -7,8 +7,6 @@ against ``random.Random.sample``."""
 
 from __future__ import annotations
 
-import random
-
 import numpy as np
 import pytest
 from spraylab.fluid._sparse import link_sums, restrict
@@ -16,7 +14,6 @@ from spraylab.fluid._sparse import link_sums, restrict
 from spraylab.fluid import _maxmin
 from spraylab.fluid.acks import solve_with_acks
 from spraylab.fluid.solver import CertificateError, Problem, certify, problem_from_lists
-from spraylab.fluid.spray_draws import spray_entropies
 from spraylab.metrics.maxmin import max_min_rates
 
 
@@ -110,16 +107,3 @@ def test_compiled_certificate_is_the_numpy_certificate(seed: int) -> None:
             except CertificateError as exc:
                 outcomes.append(str(exc))
         assert outcomes[0] == outcomes[1]
-
-
-@pytest.mark.parametrize(
-    ("n_flows", "paths"), [(1024, 16), (300, 1), (40, 200), (3, 5461), (2, 5462), (5, 6)]
-)
-def test_spray_draws_are_random_sample(n_flows: int, paths: int) -> None:
-    """spray_rr's entropies drawn at once are the values the packet engine draws one flow at a
-    time (random.Random.sample over range(2^16)): the set regime by blocks, the rest (paths
-    past 5,461) one sample at a time."""
-    for seed in range(5):
-        a, b = random.Random(seed), random.Random(seed)
-        want = [a.sample(range(1 << 16), paths) for _ in range(n_flows)]
-        assert spray_entropies(b, n_flows, paths) == want
