@@ -32,4 +32,8 @@ sparse = Extension(
     extra_compile_args=NO_CONTRACTION,
 )
 
-setup(ext_modules=cythonize([core, maxmin, sparse], language_level=3, compiler_directives={"embedsignature": True}))
+setup(
+    ext_modules=cythonize(
+        [core, maxmin, sparse], language_level=3, compiler_directives={"embedsignature": True}
+    )
+)
