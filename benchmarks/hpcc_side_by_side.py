@@ -54,6 +54,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from nscc_side_by_side import _check  # this directory's script
+
+from spraylab.metrics.maxmin import jain_index
+
 FLOW_BYTES = 8_000_000
 RATE_GBPS = 400
 LINK_DELAY_NS = 1000
@@ -217,10 +221,6 @@ def ns3_config(case: Case, mtu: int, max_stage: int, tag: str) -> str:
 # --- runs --------------------------------------------------------------------------------------
 
 
-def jain(xs: list[float]) -> float:
-    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
-
-
 def outcome(case: Case, fct_us: dict[int, float]) -> dict[str, Any]:
     """Jain's index of the flows' throughputs (size / FCT), and the mean FCT of the near and
     the far senders (which of them the start-up left behind)."""
@@ -229,7 +229,7 @@ def outcome(case: Case, fct_us: dict[int, float]) -> dict[str, Any]:
     near = [fct_us[s] for s in case.senders if case.near(s)]
     far = [fct_us[s] for s in case.senders if not case.near(s)]
     return {
-        "jain": jain([FLOW_BYTES / f for f in fct_us.values()]),
+        "jain": jain_index(FLOW_BYTES / f for f in fct_us.values()),
         "fct_us": {str(s): round(fct_us[s], 3) for s in case.senders},
         "near_mean_fct_us": sum(near) / len(near) if near else None,
         "far_mean_fct_us": sum(far) / len(far),
@@ -369,11 +369,6 @@ def run_spraylab(case: Case, mtu: int, max_stage: int, work: Path) -> dict[str, 
         "base_rtt_us": spraylab_base_rtt_us(scenario),
         **outcome(case, fct_us),
     }
-
-
-def _check(done: subprocess.CompletedProcess[str]) -> None:
-    if done.returncode:
-        raise SystemExit(f"{' '.join(done.args)}: exit {done.returncode}\n{done.stderr}")
 
 
 # --- page --------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ Python callables: events, link stages, selectors, ToR programs, hosts.
 """
 
 import gc
+from array import array  # int32 buffers for Switch.table's hand-made routes
 import random
 import time
 from collections import deque

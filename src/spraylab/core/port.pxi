@@ -30,8 +30,6 @@
 cdef extern from *:
     ctypedef long long int128_t "__int128"  # gcc's 128-bit integer: size x remainder never overflows
 
-PS_BITS_INT = 8_000_000_000_000  # ps per byte at 1 bit/s
-
 
 cdef inline int64_t ser_ps(Port port, int64_t size) noexcept:
     """Serialization time of ``size`` bytes on ``port``, exact (see the comment above)."""
@@ -170,7 +168,7 @@ cdef class Port:
             raise ValueError(f"link rate {rate_bps!r} bps: a link's rate is a whole number of bits per second >= 1")
         self.rate_bps = rate_bps
         self.rate_int = int(rate_bps)
-        self.per_byte_ps, self.per_byte_rem = divmod(PS_BITS_INT, self.rate_int)
+        self.per_byte_ps, self.per_byte_rem = divmod(PS_BITS, self.rate_int)  # PS_BITS: core/qp.pxi
         self.per_byte_value = ps_per_byte(rate_bps)
         self.per_byte = self.per_byte_value
         self.kmin_ps = kmin_span_ps(self.kmin, self.per_byte_value)

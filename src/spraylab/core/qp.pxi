@@ -380,7 +380,7 @@ cdef class QueuePair:
         self.nacks_received += 1
         cdef int64_t psn = pkt.psn
         self.advance(psn, now)
-        if self.sack is not None and pkt.psn > 0:
+        if self.sack is not None and psn > 0:
             self.sack.covered(psn)
         # A scheme may take over the one retransmission a selective NACK asks for.
         claimed = self._lb is not None and self._lb.on_nack(self, pkt) and self.recovery.selective

@@ -252,6 +252,23 @@ cdef class Switch:
         self.buffer = None
         self.hosts = []  # hosts attached directly (ToRs)
 
+    cdef int _write_arrays(self, PortArray port_array, const int32_t[::1] fib, const int32_t[::1] group_ptr,
+                           const int32_t[::1] group_ports) except -1:
+        """The forwarding arrays (class docstring), copied from checked or hand-built ones."""
+        cdef Py_ssize_t i
+        self.port_array = port_array
+        self._port_ptrs = port_array.ptrs.data()
+        self._fib.clear()
+        for i in range(fib.shape[0]):
+            self._fib.push_back(fib[i])
+        self._group_ptr.clear()
+        for i in range(group_ptr.shape[0]):
+            self._group_ptr.push_back(group_ptr[i])
+        self._group_ports.clear()
+        for i in range(group_ports.shape[0]):
+            self._group_ports.push_back(group_ports[i])
+        return 0
+
     def install_routes(self, PortArray port_array, const int32_t[::1] fib, const int32_t[::1] group_ptr,
                        const int32_t[::1] group_ports, list groups, int64_t version, uint64_t salt) -> None:
         """Write one routing version into the forwarding arrays: ``fib[dst]`` the local group
@@ -274,17 +291,7 @@ cdef class Switch:
         for i in range(fib.shape[0]):
             if not 0 <= fib[i] < n_groups:
                 raise ValueError(f"{self.name}: fib[{i}] = {fib[i]} is no group (0..{n_groups - 1})")
-        self.port_array = port_array
-        self._port_ptrs = port_array.ptrs.data()
-        self._fib.clear()
-        for i in range(fib.shape[0]):
-            self._fib.push_back(fib[i])
-        self._group_ptr.clear()
-        for i in range(group_ptr.shape[0]):
-            self._group_ptr.push_back(group_ptr[i])
-        self._group_ports.clear()
-        for i in range(group_ports.shape[0]):
-            self._group_ports.push_back(group_ports[i])
+        self._write_arrays(port_array, fib, group_ptr, group_ports)
         plist = port_array.ports
         for g in range(n_groups):
             _fill_group(groups[g], [plist[self._group_ports[i]] for i in range(group_ptr[g], group_ptr[g + 1])],
@@ -333,17 +340,7 @@ cdef class Switch:
                     ports.append(port)
                 cands.append(i)
             ptr.append(len(cands))
-        self.port_array = PortArray(ports)
-        self._port_ptrs = self.port_array.ptrs.data()
-        self._fib.clear()
-        for g in fib:
-            self._fib.push_back(g)
-        self._group_ptr.clear()
-        for i in ptr:
-            self._group_ptr.push_back(i)
-        self._group_ports.clear()
-        for i in cands:
-            self._group_ports.push_back(i)
+        self._write_arrays(PortArray(ports), array("i", fib), array("i", ptr), array("i", cands))
         # views: the route groups given keep their identity (and scheme state); plain lists too
         self._groups = [group if isinstance(group, RouteGroup) else RouteGroup(group) for group in groups]
         self._table = None
