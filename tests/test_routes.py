@@ -137,14 +137,17 @@ def test_install_refuses_arrays_forwarding_could_not_read() -> None:
     switch = Switch(sim, "s", 0, 1)
     ports = PortArray([_Recorder(), _Recorder()])
     i32 = np.int32
-    ptr = np.array([0, 1], dtype=i32)
+    ptr, keys = np.array([0, 1], dtype=i32), np.array([5], dtype=np.int64)
     with pytest.raises(ValueError, match="port index 2 outside 0..1"):
-        switch.install_routes(ports, np.zeros(1, i32), ptr, np.array([2], i32), [RouteGroup()], 1, 0)
+        switch.install_routes(ports, np.zeros(1, i32), ptr, np.array([2], i32), keys, 1, 0)
     with pytest.raises(ValueError, match=r"fib\[0\] = 1 is no group"):
-        switch.install_routes(ports, np.ones(1, i32), ptr, np.array([1], i32), [RouteGroup()], 1, 0)
-    group = RouteGroup()
-    switch.install_routes(ports, np.zeros(1, i32), ptr, np.array([1], i32), [group], 7, 42)
+        switch.install_routes(ports, np.ones(1, i32), ptr, np.array([1], i32), keys, 1, 0)
+    switch.install_routes(ports, np.zeros(1, i32), ptr, np.array([1], i32), keys, 7, 42)
+    group = switch.table[0]
     assert list(group) == [ports.ports[1]] and group.version == 7 and switch.salt == 42
+    # the view of key 5, once made, is the one the next version rewrites
+    switch.install_routes(ports, np.zeros(1, i32), ptr, np.array([0], i32), keys, 8, 42)
+    assert switch.table[0] is group and list(group) == [ports.ports[0]] and group.version == 8
 
 
 def test_trace_reports_unreachable() -> None:

@@ -61,6 +61,7 @@ def run_command(
     if target is not None:
         check_target(target, "run", option)  # before the run, not after
     result, interrupted = watched.run_watched(sc)
+    release_freed_memory()
     summaries = {run_label(sc): result.summary}
     render(
         output_format, [summary_table(sc.name, summaries, card_lines_from_summary(result.summary))], console
@@ -74,7 +75,6 @@ def run_command(
             exit_interrupted(None, "")
         exit_interrupted(target, "the partial result")
     if target is not None:
-        release_freed_memory()  # the saving loads pyarrow: on the run's freed pages, not new ones
         write_dir(target, "run", result.write_files, option)
         say(f"result saved in {target}/")
     exit_if_incomplete({sc.name: result.summary})

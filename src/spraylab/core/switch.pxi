@@ -233,8 +233,13 @@ cdef class Switch:
     cdef readonly PortArray port_array
     cdef PyObject** _port_ptrs
     cdef vector[int32_t] _fib, _group_ptr, _group_ports
-    cdef list _groups  # local group -> its RouteGroup view
-    cdef tuple _table  # table[dst] -> view, built on first read after an install
+    # local group -> its RouteGroup view, None until first read (a Python selector, ``table``):
+    # with compiled selectors most views are never made, and they were a tenth of a large
+    # network's memory. A view lives on across installs under its group's key (install_routes).
+    cdef list _groups
+    cdef vector[int64_t] _keys
+    cdef dict _views  # key -> the view made for it
+    cdef int64_t _version
 
     def __init__(self, sim, name, int index, int tier, uint64_t salt=0) -> None:
         # ``salt``: for a switch built on its own (tests); a network's switches take theirs
@@ -246,6 +251,7 @@ cdef class Switch:
         self.salt = salt
         self.ports = []
         self.uplinks = []
+        self._views = {}
         self.table = ()
         self.select = ecmp_select
         self.program = None
@@ -270,14 +276,16 @@ cdef class Switch:
         return 0
 
     def install_routes(self, PortArray port_array, const int32_t[::1] fib, const int32_t[::1] group_ptr,
-                       const int32_t[::1] group_ports, list groups, int64_t version, uint64_t salt) -> None:
+                       const int32_t[::1] group_ports, const int64_t[::1] keys, int64_t version,
+                       uint64_t salt) -> None:
         """Write one routing version into the forwarding arrays: ``fib[dst]`` the local group
         of every destination host, group ``g``'s candidates ``group_ports[group_ptr[g]:group_ptr[g
-        + 1]]`` as indices into ``port_array``, ``groups[g]`` its :class:`RouteGroup` view (its
-        ports rewritten from the arrays, ``version`` set, ``state`` cleared) and ``salt`` the
-        switch's hash seed (``RouteTable.salt``). Checked once here, so forwarding reads the
-        arrays unchecked."""
-        cdef Py_ssize_t n_groups = len(groups), n_ports = len(port_array), i, g
+        + 1]]`` as indices into ``port_array``, ``keys[g]`` what group ``g`` leads to (the same
+        key in every version: its :class:`RouteGroup` view, once made, stays the same object,
+        its ports rewritten, ``version`` set and ``state`` cleared) and ``salt`` the switch's
+        hash seed (``RouteTable.salt``). Checked once here, so forwarding reads the arrays
+        unchecked."""
+        cdef Py_ssize_t n_groups = keys.shape[0], n_ports = len(port_array), i, g
         if group_ptr.shape[0] != n_groups + 1 or group_ptr[0] != 0:
             raise ValueError(f"{self.name}: group_ptr must hold {n_groups + 1} offsets from 0")
         for g in range(n_groups):
@@ -292,22 +300,36 @@ cdef class Switch:
             if not 0 <= fib[i] < n_groups:
                 raise ValueError(f"{self.name}: fib[{i}] = {fib[i]} is no group (0..{n_groups - 1})")
         self._write_arrays(port_array, fib, group_ptr, group_ports)
-        plist = port_array.ports
+        self._keys.clear()
         for g in range(n_groups):
-            _fill_group(groups[g], [plist[self._group_ports[i]] for i in range(group_ptr[g], group_ptr[g + 1])],
-                        version)
-        self._groups = groups
-        self._table = None
+            self._keys.push_back(keys[g])
+        self._version = version
+        self._groups = [None] * n_groups
         self.salt = salt
+        for g in range(n_groups):  # the views made so far (held by schemes, maybe) follow
+            if keys[g] in self._views:
+                self._view(g)
+
+    cdef object _view(self, int32_t g):
+        """Local group ``g``'s view, made (or refilled, after an install) on first read."""
+        view = <object>PyList_GET_ITEM(self._groups, g)
+        if view is not None:
+            return view
+        key = self._keys[g]
+        view = self._views.get(key)
+        if view is None:
+            view = self._views[key] = RouteGroup()
+        plist = self.port_array.ports
+        _fill_group(view, [plist[self._group_ports[i]] for i in range(self._group_ptr[g], self._group_ptr[g + 1])],
+                    self._version)
+        self._groups[g] = view
+        return view
 
     @property
-    def table(self) -> tuple:
+    def table(self) -> SwitchTable:
         """``table[dst]``: the route group view (a :class:`RouteGroup`, the egress ports) toward
         host ``dst``. Read-only: the core forwards by the arrays ``install_routes`` wrote."""
-        if self._table is None:
-            groups = self._groups
-            self._table = tuple([groups[g] for g in self._fib])
-        return self._table
+        return SwitchTable(self)
 
     @table.setter
     def table(self, table) -> None:
@@ -343,7 +365,8 @@ cdef class Switch:
         self._write_arrays(PortArray(ports), array("i", fib), array("i", ptr), array("i", cands))
         # views: the route groups given keep their identity (and scheme state); plain lists too
         self._groups = [group if isinstance(group, RouteGroup) else RouteGroup(group) for group in groups]
-        self._table = None
+        self._keys.clear()
+        self._views = {}
 
     def group_ports(self, int64_t dst) -> list:
         """The candidates toward host ``dst`` as indices into ``port_array`` (what a compiled
@@ -386,7 +409,7 @@ cdef class Switch:
                 port = <object>self._port_ptrs[self._group_ports[
                     start + self._compiled_select.choose(self, pkt, g, &self._group_ports[start], n)]]
             else:
-                port = self._select(self, pkt, <object>PyList_GET_ITEM(self._groups, g))
+                port = self._select(self, pkt, self._view(g))
         else:  # destination unreachable (failed links, before or after reconvergence)
             c_sim_drop(pkt, NO_ROUTE, None)
             return
@@ -402,3 +425,31 @@ cdef class Switch:
 
     def __repr__(self) -> str:
         return f"Switch({self.name})"
+
+
+cdef class SwitchTable:
+    """A switch's routes as a read-only sequence: ``table[dst]`` the route group view toward
+    host ``dst``, made when first read (``Switch.table``)."""
+
+    cdef Switch switch
+
+    def __cinit__(self, Switch switch) -> None:
+        self.switch = switch
+
+    def __len__(self) -> int:
+        return self.switch._fib.size()
+
+    def __getitem__(self, dst):
+        cdef Py_ssize_t n = self.switch._fib.size()
+        if isinstance(dst, slice):
+            return tuple([self[i] for i in range(*dst.indices(n))])
+        cdef Py_ssize_t i = dst
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"{self.switch.name}: no table entry for host {dst}")
+        return self.switch._view(self.switch._fib[i])
+
+    def __iter__(self):
+        for i in range(self.switch._fib.size()):
+            yield self.switch._view(self.switch._fib[i])

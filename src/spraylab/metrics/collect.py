@@ -127,8 +127,16 @@ def flow_rows(net: Network, ideal_ps: list[int], bound_ps: list[int]) -> dict[st
     return rows
 
 
-def link_rows(net: Network, duration_ps: int) -> list[dict[str, Any]]:
-    rows = []
+LINK_COLUMNS = (
+    "link", "from", "to", "role", "tier", "rate_bps", "up", "tx_bytes", "tx_packets", "utilization",
+    "max_queue_bytes", "drops", *LINK_DROP_COLUMNS, "ecn_marks", "pfc_pauses", "paused_ps",
+)  # fmt: skip
+
+
+def link_columns(net: Network, duration_ps: int) -> dict[str, list[Any]]:
+    """One row per port (directed link), as columns."""
+    columns: dict[str, list[Any]] = {name: [] for name in LINK_COLUMNS}
+    drop_columns = [columns[name] for name in LINK_DROP_COLUMNS]
     for port in net.ports:
         owner, peer = port.owner, port.peer_owner
         if isinstance(owner, Host):
@@ -140,27 +148,24 @@ def link_rows(net: Network, duration_ps: int) -> list[dict[str, Any]]:
         else:
             role = "downlink"
         capacity_bytes = port.rate_bps * duration_ps / 8e12 if duration_ps > 0 else 0
-        rows.append(
-            {
-                "link": port.name,
-                "from": owner.name,
-                "to": peer.name,
-                "role": role,
-                "tier": owner.tier if isinstance(owner, Switch) else -1,
-                "rate_bps": port.rate_bps,
-                "up": port.up,
-                "tx_bytes": port.tx_bytes,
-                "tx_packets": port.tx_packets,
-                "utilization": port.tx_bytes / capacity_bytes if capacity_bytes else 0.0,
-                "max_queue_bytes": port.max_queue_bytes,
-                "drops": port.drops,
-                **dict(zip(LINK_DROP_COLUMNS, port.drops_by_cause)),
-                "ecn_marks": port.ecn_marks,
-                "pfc_pauses": port.pauses_received,
-                "paused_ps": port.paused_ps,
-            }
-        )
-    return rows
+        columns["link"].append(port.name)
+        columns["from"].append(owner.name)
+        columns["to"].append(peer.name)
+        columns["role"].append(role)
+        columns["tier"].append(owner.tier if isinstance(owner, Switch) else -1)
+        columns["rate_bps"].append(port.rate_bps)
+        columns["up"].append(port.up)
+        columns["tx_bytes"].append(port.tx_bytes)
+        columns["tx_packets"].append(port.tx_packets)
+        columns["utilization"].append(port.tx_bytes / capacity_bytes if capacity_bytes else 0.0)
+        columns["max_queue_bytes"].append(port.max_queue_bytes)
+        columns["drops"].append(port.drops)
+        for column, count in zip(drop_columns, port.drops_by_cause):
+            column.append(count)
+        columns["ecn_marks"].append(port.ecn_marks)
+        columns["pfc_pauses"].append(port.pauses_received)
+        columns["paused_ps"].append(port.paused_ps)
+    return columns
 
 
 GROUP_COLUMNS = (
@@ -221,9 +226,9 @@ def _mean_skipna(values: list[float] | np.ndarray) -> float:
     return float(arr.sum() / np.float64(count))
 
 
-def packet_summary(net: Network, flows: dict[str, list[Any]], links: list[dict[str, Any]]) -> dict[str, Any]:
-    """The summary keys only the packet engine knows, from the tables' rows (:func:`flow_rows`,
-    :func:`link_rows`) and the network's counters."""
+def packet_summary(net: Network, flows: dict[str, list[Any]], links: dict[str, list[Any]]) -> dict[str, Any]:
+    """The summary keys only the packet engine knows, from the tables' columns (:func:`flow_rows`,
+    :func:`link_columns`) and the network's counters."""
     from spraylab.metrics.build import uplink_imbalance
 
     n_flows = len(flows["flow_id"])
@@ -249,12 +254,12 @@ def packet_summary(net: Network, flows: dict[str, list[Any]], links: list[dict[s
         "drops_total": sum(net.drops_by_cause),
         **{f"drops_{name}": count for name, count in zip(DROP_CAUSES, net.drops_by_cause)},
         "drops": sum(net.drops_by_cause[c] for c in NETWORK_CAUSES),
-        "ecn_marks": sum(r["ecn_marks"] for r in links),
-        "pfc_pauses": sum(r["pfc_pauses"] for r in links),
-        "max_queue_bytes": max(r["max_queue_bytes"] for r in links) if links else 0,
+        "ecn_marks": sum(links["ecn_marks"]),
+        "pfc_pauses": sum(links["pfc_pauses"]),
+        "max_queue_bytes": max(links["max_queue_bytes"], default=0),
         "uplink_imbalance_max": imbalance_max,
         "uplink_imbalance_mean": imbalance_mean,
-        "packet_hops": sum(r["tx_packets"] for r in links),
+        "packet_hops": sum(links["tx_packets"]),
         "acks": sum(qp.rx.acks_sent for qp in net.qps),  # what ACK coalescing saves
         # Link bytes per packet type (spraylab.net.framing), to re-derive wire loads.
         "data_overhead_bytes": DATA_OVERHEAD_BYTES,
@@ -358,12 +363,18 @@ def collect(
 
     duration = max(1, net.sim.now)
     flows = flow_rows(net, ideal_ps, bound_ps)
-    links = link_rows(net, duration)
-
-    def tables() -> tuple[ColumnTable, ColumnTable]:
-        return flow_table(flows), ColumnTable.from_records(links, list(links[0]) if links else [])
-
+    links = link_columns(net, duration)
+    # compact now, while the network is alive: the rows' objects are freed with it instead of
+    # outliving it among its objects in the allocator's arenas (docs/performance.md, Memory)
+    collected = flow_table(flows).compact(), ColumnTable(links if net.ports else {}).compact()
     lb_stats = {f"lb.{key}": value for key, value in net.lb.stats().items()}
     return build_result(
-        scenario, run_info, flows, net.sim.now, groups, packet_summary(net, flows, links), tables, lb_stats
+        scenario,
+        run_info,
+        flows,
+        net.sim.now,
+        groups,
+        packet_summary(net, flows, links),
+        lambda: collected,
+        lb_stats,
     )

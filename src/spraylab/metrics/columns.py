@@ -43,10 +43,28 @@ class ColumnTable:
         """The table of ``rows`` (one mapping per row, every key of ``columns``)."""
         return cls({name: [row[name] for row in rows] for name in columns})
 
+    def compact(self) -> ColumnTable:
+        """The same table with each column of numbers, bools or strings held as one numpy
+        array (the array ``write_parquet`` makes of it anyway) instead of a list of objects: a
+        finished run's tables outlive its network, and the objects of a list made while the
+        network was alive would keep the allocator's arenas it freed resident. A column that
+        does not convert (mixed values) stays as it is."""
+        columns: dict[str, Sequence[Any]] = {}
+        for name, values in self.columns.items():
+            dtype = self.dtypes.get(name)
+            try:
+                array = np.asarray(values, dtype=dtype if dtype in _ARROW_TYPES else None)
+            except (TypeError, ValueError, OverflowError):
+                array = None
+            columns[name] = values if array is None or array.dtype.kind == "O" else array
+        return ColumnTable(columns, self.dtypes)
+
     def frame(self) -> pd.DataFrame:
         import pandas as pd
 
-        frame = pd.DataFrame(dict(self.columns))
+        # an array column as the list it was made from: pandas infers a list's dtype as before
+        columns = {k: v.tolist() if isinstance(v, np.ndarray) else v for k, v in self.columns.items()}
+        frame = pd.DataFrame(columns)
         return frame.astype(dict(self.dtypes)) if self.dtypes else frame
 
     def write_parquet(self, path: Path) -> None:

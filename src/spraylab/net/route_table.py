@@ -50,6 +50,11 @@ from typing import Any
 
 import numpy as np
 
+# np.unique imports numpy.ma on its first call (numpy 2.x); imported here, before a network is
+# built, its 1.5 MB of module objects do not land among the network's objects in the
+# allocator's arenas and keep them resident after the network is freed (docs/performance.md, Memory)
+import numpy.ma  # noqa: F401
+
 from spraylab.topology.fabric import Fabric
 
 __all__ = ["RouteTable", "DENSE_MAX_SWITCHES", "DENSE_MIN_TORS", "SALT_STREAM"]

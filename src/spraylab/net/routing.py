@@ -7,9 +7,10 @@ The table computes, per routing version, each switch's candidate links towards e
 destination ToR and to its attached hosts, and holds every switch's hash salt; this module
 writes them into each switch as C arrays (``Switch.install_routes``): the destination's local
 group, each group's candidates as link ids, which index the network's ports as one C array
-(``PortArray``; ``Network.ports[l]`` is directed link ``l``), and the salt. One Python view
-(``RouteGroup``) per (switch, destination ToR), and per directly attached host, lives for the
-whole run and the core rewrites its ports at every recomputation."""
+(``PortArray``; ``Network.ports[l]`` is directed link ``l``), and the salt. A Python view
+(``RouteGroup``) of a (switch, destination ToR) group, or of a directly attached host's, is
+made when first read (a Python selector, ``switch.table``), lives for the whole run, and the
+core rewrites its ports at every recomputation."""
 
 from __future__ import annotations
 
@@ -20,8 +21,10 @@ import numpy as np
 
 from spraylab.net.host import UniformRoute
 from spraylab.net.route_table import RouteTable
-from spraylab.net.routes import RouteGroup
 from spraylab.net.switch import PortArray
+
+# the key of a switch's local group 0 (no candidate); the others are ToR rows and ~host ids
+UNROUTED = np.iinfo(np.int64).max
 
 if TYPE_CHECKING:
     from spraylab.net.network import Network
@@ -31,12 +34,11 @@ if TYPE_CHECKING:
 class Routing:
     """The routing state of one network: its route table and the groups installed from it."""
 
-    __slots__ = ("net", "table", "_groups", "_link_of", "_port_array")
+    __slots__ = ("net", "table", "_link_of", "_port_array")
 
     def __init__(self, net: Network) -> None:
         self.net = net
         self.table = RouteTable(net.fabric)
-        self._groups: dict[tuple[int, int], RouteGroup] = {}  # (switch, ToR row or ~host id)
         self._link_of: dict[int, int] | None = None  # id(port) -> directed link id
         self._port_array: PortArray | None = None  # net.ports as the core's C array
 
@@ -67,7 +69,6 @@ class Routing:
             self._port_array = PortArray(net.ports)  # directed link l is net.ports[l]
         n = len(net.hosts)
         ns, n_tors = table.n_switches, len(table.tors)
-        unrouted = RouteGroup(version=version)  # local group 0 of every switch: no candidate
         # every (switch, destination ToR) group in one request
         gid = table.tor_groups(np.repeat(np.arange(ns), n_tors), np.tile(np.arange(n_tors), ns))
         gid = gid.reshape(ns, n_tors)
@@ -89,14 +90,15 @@ class Routing:
             row_group[rows] = np.arange(1, len(rows) + 1)
             fib = row_group[host_row]
             fib[hosts] = np.arange(1 + len(rows), 1 + len(rows) + len(hosts))
-            views = [unrouted, *(self._group(s, r) for r in rows.tolist())]
-            views += [self._group(s, ~h) for h in hosts.tolist()]
+            # each group's key, the same in every version: a destination ToR row, ~host for an
+            # attached host, UNROUTED for local group 0
+            keys = np.concatenate([[UNROUTED], rows, ~hosts]).astype(np.int64)
             switch.install_routes(
                 self._port_array,
                 fib,
                 group_ptr.astype(np.int32),
                 np.concatenate([links[at], direct]).astype(np.int32),
-                views,
+                keys,
                 version,
                 int(table.salt[s]),
             )
@@ -116,9 +118,3 @@ class Routing:
             for i in range(first_peer[host.id], first_peer[host.id + 1]):
                 route[peer_key[i] - host.id * n] = nic_of[id(ports[peer_link[i]])]
             host.route = route
-
-    def _group(self, switch: int, dst: int) -> RouteGroup:
-        group = self._groups.get((switch, dst))
-        if group is None:
-            group = self._groups[(switch, dst)] = RouteGroup()
-        return group

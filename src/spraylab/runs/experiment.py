@@ -10,6 +10,7 @@ from typing import Any
 
 from spraylab.engine.simulator import Simulator
 from spraylab.lb.base import make_lb
+from spraylab.metrics.build import build_result  # noqa: F401  (collect's, imported before a build: net/route_table.py)
 from spraylab.metrics.collect import collect, ideal_fct_ps
 from spraylab.metrics.fct_bound import fct_lower_bounds_ps
 from spraylab.metrics.result import Result
