@@ -89,32 +89,37 @@ cdef class Packet:
     endpoints' own object, which the receiving host delivers the packet to.
     """
 
-    cdef public int kind
+    # Declared widest first, so the object is 128 bytes (144 with the collector's header, a
+    # third less than with every field 64-bit): a deep-queued run holds ~100,000 packets at once
+    # (docs/performance.md, Memory). 32-bit fields: host ids, bytes of one packet, and PSNs and
+    # message lengths (a queue pair refuses a message of 2**31 packets or more), entropies (16-bit).
     cdef public object qp
-    cdef public int64_t src, dst, psn, sack_psn, size, payload, entropy, sent_ps, path_id, path_seq
-    cdef public int64_t flow_id, msg_packets
-    cdef public uint64_t hash
-    cdef public bint ecn, retx
-    # A data packet that asks for an ACK at once (uet-htsim's "ar" flag): its sender's byte
-    # window is full after it (NSCC), or it is the message's last. False unless a byte window is
-    # set (zeroed at allocation).
-    cdef public bint ack_request
     cdef public object ingress  # the IngressCounter that holds its bytes (lossless switches)
     cdef public object via  # the Port it last left through
     # In-band telemetry (an IntRecord) on networks whose congestion control reads it, else
     # None (never touched: Cython sets object fields to None when it allocates the packet).
     cdef public object int_record
+    cdef public uint64_t hash
+    cdef public int64_t sent_ps
+    cdef public int32_t src, dst, psn, sack_psn, size, payload, entropy, path_id, path_seq
+    cdef public int32_t flow_id, msg_packets
+    cdef public int kind
+    cdef public bint ecn, retx
+    # A data packet that asks for an ACK at once (uet-htsim's "ar" flag): its sender's byte
+    # window is full after it (NSCC), or it is the message's last. False unless a byte window is
+    # set (zeroed at allocation).
+    cdef public bint ack_request
 
     def __init__(
         self,
         int kind,
         object qp,
-        int64_t src,
-        int64_t dst,
-        int64_t psn,
-        int64_t size,
-        int64_t payload,
-        int64_t entropy,
+        int32_t src,
+        int32_t dst,
+        int32_t psn,
+        int32_t size,
+        int32_t payload,
+        int32_t entropy,
         uint64_t hash_,
         int64_t sent_ps,
     ):

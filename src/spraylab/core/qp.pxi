@@ -10,6 +10,10 @@ cdef inline uint64_t c_packet_hash(int64_t flow_id, int64_t entropy) noexcept no
     return c_hop_hash((<uint64_t>flow_id << 16) | <uint64_t>entropy, 0)
 
 
+# The largest PSN, message length and flow id a packet carries (its 32-bit fields)
+cdef int64_t MAX_PACKETS = 2_147_483_647
+
+
 cdef Packet new_packet(
     int kind, QueuePair qp, int64_t src, int64_t dst, int64_t psn, int64_t size, int64_t payload,
     int64_t entropy, uint64_t hash_, int64_t sent_ps,
@@ -113,6 +117,11 @@ cdef class QueuePair:
         self.dst = spec.dst
         self.mtu = params.mtu_bytes
         self.n_packets = max(1, -(-spec.size_bytes // self.mtu))
+        if self.n_packets > MAX_PACKETS or self.flow_id > MAX_PACKETS:  # packet.pxi: 32-bit fields
+            raise ValueError(
+                f"flow {self.flow_id}: {self.n_packets} packets; a flow id and a message's packets "
+                f"must be at most 2**31 - 1"
+            )
         self.last_payload = spec.size_bytes - (self.n_packets - 1) * self.mtu
         self.full_wire_bytes = data_wire_bytes(self.mtu)
         self.last_wire_bytes = data_wire_bytes(self.last_payload)
