@@ -9,6 +9,9 @@ The htsim binary is an argument: this script neither fetches nor builds htsim. U
         --case fat_tree_128_1os.topo:perm_128.cm --case fat_tree_1024_1os.topo:perm_1024.cm \\
         [--scheme oblivious] [--repeat 3] [--work /tmp/htsim-cpu] [--json benchmarks/htsim_cpu.json]
 
+``--json`` replaces the rows of the cases run and keeps the file's other rows (the 8192-host case
+takes htsim four minutes a run: it is run on its own, ``--repeat 1``).
+
 The row also gives spraylab's ``packet_hops`` (every frame serialized onto a link, data and
 control) for the work done.
 """
@@ -99,6 +102,8 @@ def main() -> None:
             "flows": probe["flows"],
             "runs": runs,
             "spraylab_packet_hops": hops,
+            "repeat": args.repeat,
+            "when": time.strftime("%Y-%m-%d"),
         }
         for side in runs:
             row[f"{side}_user_cpu_s"] = median(runs[side], "user_cpu_s")
@@ -112,8 +117,12 @@ def main() -> None:
             flush=True,
         )
         rows.append(row)
-    if args.json:
-        meta = {"python": platform.python_version(), "when": time.strftime("%Y-%m-%d"), "repeat": args.repeat}
+    if args.json:  # the rows of other cases (or schemes) already in the file are kept
+        kept = json.loads(args.json.read_text())["rows"] if args.json.exists() else []
+        done = {(row["case"], row["scheme"]) for row in rows}
+        rows = [row for row in kept if (row["case"], row["scheme"]) not in done] + rows
+        rows.sort(key=lambda row: (row["flows"], row["scheme"]))
+        meta = {"python": platform.python_version(), "when": time.strftime("%Y-%m-%d")}
         args.json.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
 
 
