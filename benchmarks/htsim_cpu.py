@@ -1,7 +1,8 @@
 """CPU and memory side by side with uet-htsim: the same htsim connection matrix and fat-tree
 ``.topo`` run by ``htsim_uec`` and by spraylab, both on NSCC with packet trimming (the scenario
 ``benchmarks/nscc_side_by_side.py`` builds from htsim's own derived settings), alternating
-fresh processes, whole-process user CPU and peak RSS from ``wait4``.
+fresh processes, whole-process user CPU and peak RSS from ``wait4`` (each forked by a small
+interpreter, not by this process: see ``_FORK_AND_WAIT``).
 
 The htsim binary is an argument: this script neither fetches nor builds htsim. Usage:
 
@@ -36,18 +37,35 @@ from nscc_side_by_side import (  # noqa: E402  (a sibling script, not a package)
     topo_rate_gbps,
 )
 
+# The measured command runs under this small interpreter, which forks it and reports its rusage:
+# a command started straight from this process would report at least this process's own peak RSS
+# (about 120 MB once a run's tables are loaded), because Linux carries the high-water mark of the
+# memory a child starts from into its ``ru_maxrss`` at exec, and subprocess starts it from ours.
+_FORK_AND_WAIT = """
+import json, os, sys
+pid = os.fork()
+if pid == 0:
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    os.execvp(sys.argv[1], sys.argv[1:])
+_, status, usage = os.wait4(pid, 0)
+print(json.dumps([os.waitstatus_to_exitcode(status), usage.ru_utime, usage.ru_maxrss]))
+"""
+
 
 def timed(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> dict[str, float]:
     """Run ``cmd`` to completion: its user CPU and peak RSS (the kernel's accounting)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    _, status, usage = os.wait4(proc.pid, 0)
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.read().decode() if proc.stderr else ''}")
+    proc = subprocess.run(
+        [sys.executable, "-S", "-c", _FORK_AND_WAIT, *cmd], capture_output=True, text=True, env=env, cwd=cwd
+    )
+    wall = time.monotonic() - t0
+    if proc.returncode != 0 or json.loads(proc.stdout)[0] != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr}")
+    _, user_cpu_s, maxrss_kb = json.loads(proc.stdout)
     return {
-        "user_cpu_s": round(usage.ru_utime, 3),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
-        "wall_s": round(time.monotonic() - t0, 3),
+        "user_cpu_s": round(user_cpu_s, 3),
+        "peak_rss_mb": round(maxrss_kb / 1024, 1),
+        "wall_s": round(wall, 3),
     }
 
 
