@@ -11,7 +11,8 @@ The htsim binary is an argument: this script neither fetches nor builds htsim. U
         [--scheme oblivious] [--repeat 3] [--work /tmp/htsim-cpu] [--json benchmarks/htsim_cpu.json]
 
 ``--json`` replaces the rows of the cases run and keeps the file's other rows (the 8192-host case
-takes htsim four minutes a run: it is run on its own, ``--repeat 1``).
+takes htsim four minutes a run: it is run on its own, ``--repeat 1``). ``--base SRC`` also times
+the spraylab in ``SRC`` (another checkout's ``src``, its extension built) in the same rotation.
 
 The row also gives spraylab's ``packet_hops`` (every frame serialized onto a link, data and
 control) for the work done.
@@ -91,9 +92,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/htsim-cpu"))
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--base", type=Path, help="src directory of another spraylab, timed alternately too")
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    base_env = {**env, "PYTHONPATH": str(args.base.resolve())} if args.base is not None else env
     rows = []
     for case in args.case:
         topo, cm = (Path(part) for part in case.split(":"))
@@ -107,12 +110,15 @@ def main() -> None:
         ]  # fmt: skip
         out = args.work / f"spraylab_{cm.stem}_timed"
         spraylab_cmd = [sys.executable, "-m", "spraylab.cli", "run", str(scenario), "--out", str(out)]
-        runs: dict[str, list[dict[str, float]]] = {"htsim": [], "spraylab": []}
-        for _ in range(args.repeat):  # alternating, so machine load hits both alike
+        sides = {"spraylab": env} if args.base is None else {"spraylab": env, "base": base_env}
+        runs: dict[str, list[dict[str, float]]] = {"htsim": [], **{side: [] for side in sides}}
+        for _ in range(args.repeat):  # alternating, so machine load hits every side alike
             runs["htsim"].append(timed(htsim_cmd, cwd=args.work))  # its idmap.txt goes there
-            subprocess.run(["rm", "-rf", str(out)], check=True)
-            runs["spraylab"].append(timed(spraylab_cmd, env))
-        hops = packet_hops(out)
+            for side, side_env in sides.items():
+                subprocess.run(["rm", "-rf", str(out)], check=True)
+                runs[side].append(timed(spraylab_cmd, side_env))
+                if side == "spraylab":
+                    hops = packet_hops(out)
 
         row: dict[str, Any] = {
             "case": f"{topo.name} + {cm.name}",
@@ -134,6 +140,15 @@ def main() -> None:
             f"CPU {row['cpu_ratio']}x, RSS {row['rss_ratio']}x",
             flush=True,
         )
+        if args.base is not None:
+            row["base_src"] = str(args.base)
+            for key in ("user_cpu_s", "peak_rss_mb"):
+                row[f"spraylab_over_base_{key}"] = round(row[f"spraylab_{key}"] / row[f"base_{key}"], 3)
+            print(
+                f"  against {args.base}: user CPU {row['spraylab_over_base_user_cpu_s']}x, "
+                f"peak RSS {row['spraylab_over_base_peak_rss_mb']}x",
+                flush=True,
+            )
         rows.append(row)
     if args.json:  # the rows of other cases (or schemes) already in the file are kept
         kept = json.loads(args.json.read_text())["rows"] if args.json.exists() else []

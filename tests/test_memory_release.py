@@ -13,12 +13,17 @@ import sys
 import weakref
 from typing import Any
 
+import pytest
+from simutil import make_net, small_leaf_spine
+
 import spraylab
 from spraylab.engine.simulator import Simulator
 from spraylab.model.scenario import validate
 from spraylab.net.network import Network
+from spraylab.net.packet import Packet
 from spraylab.runs.experiment import build
 from spraylab.runs.memory import release_freed_memory
+from spraylab.workload.flows import FlowSpec
 
 SCENARIO: dict[str, Any] = {
     "topology": {"kind": "leaf_spine", "leaves": 2, "spines": 2, "hosts_per_leaf": 2, "host_rate": "100Gbps"},
@@ -71,3 +76,19 @@ def test_run_leaves_no_network_behind() -> None:
     assert result.summary["flows"] > 0
     release_freed_memory()
     assert _live_networks() == before
+
+
+def test_a_packet_is_128_bytes() -> None:
+    """A deep-queued run holds about 100,000 packets at once (1024 hosts; 870,000 at 8192):
+    with 32-bit fields where its values are, a packet is 128 bytes, 144 with the collector's
+    header (176 and 192 with every field 64-bit; docs/performance.md, Memory)."""
+    assert Packet.__basicsize__ == 128
+
+
+@pytest.mark.parametrize("flow_id, size_bytes", [(0, 2**31 * 9000), (2**31, 1000)])
+def test_a_flow_beyond_the_packet_fields_is_refused(flow_id: int, size_bytes: int) -> None:
+    """A packet carries its PSN, message length and flow id in 32 bits, so a queue pair refuses
+    a flow that would not fit instead of wrapping them."""
+    _, net = make_net(small_leaf_spine(leaves=2, spines=1, hosts_per_leaf=1))
+    with pytest.raises(ValueError, match=r"at most 2\*\*31 - 1"):
+        net.add_flows([FlowSpec(flow_id, 0, 1, size_bytes)])

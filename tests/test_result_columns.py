@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from test_startup import modules_after
 
+from spraylab.metrics.columns import ColumnTable
 from spraylab.metrics.result import TABLES, Result
 from spraylab.runs.experiment import run
 
@@ -61,6 +62,30 @@ def test_a_result_without_tables_saves_empty_ones(tmp_path: Path) -> None:
         pd.DataFrame().to_parquet(tmp_path / f"{name}.parquet", index=False)
         saved = pd.read_parquet(tmp_path / "r" / f"{name}.parquet")
         pd.testing.assert_frame_equal(saved, pd.read_parquet(tmp_path / f"{name}.parquet"))
+
+
+def test_a_compact_table_is_the_same_table(tmp_path: Path) -> None:
+    """``ColumnTable.compact`` (a finished run's tables, held as arrays so the rows' objects do
+    not outlive the network) changes neither the DataFrame nor the Parquet file: a column becomes
+    the array the writer makes of it anyway, and one that does not convert stays a list."""
+    table = ColumnTable(
+        {
+            "n": [1, 2, 3],
+            "x": [0.5, float("nan"), 2],
+            "ok": [True, False, True],
+            "name": ["a", "bb", "ccc"],
+            "mixed": [1, None, "c"],
+            "big": [2**70, 1, 2],
+        },
+        {"n": "int64", "ok": "bool"},
+    )
+    compact = table.compact()
+    assert [type(compact.columns[c]).__name__ for c in table.columns] == ["ndarray"] * 4 + ["list"] * 2
+    pd.testing.assert_frame_equal(compact.frame(), table.frame(), check_exact=True)
+    table = ColumnTable({c: v for c, v in table.columns.items() if c not in ("mixed", "big")}, table.dtypes)
+    table.write_parquet(tmp_path / "lists.parquet")
+    table.compact().write_parquet(tmp_path / "arrays.parquet")
+    assert (tmp_path / "lists.parquet").read_bytes() == (tmp_path / "arrays.parquet").read_bytes()
 
 
 SAVE_A_RUN = """\

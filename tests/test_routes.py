@@ -7,6 +7,8 @@ place, so a group keeps its identity and gets a new version and cleared state.""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from simutil import US, make_net, small_leaf_spine
@@ -158,3 +160,21 @@ def test_trace_reports_unreachable() -> None:
     assert route.end == "unreachable" and not route.complete
     assert route.end_node is net.switches["leaf0"]
     assert len(route.hops) == 1  # only the NIC's port: leaf0 has no candidate left
+
+
+def _route_groups() -> int:
+    gc.collect()
+    return sum(isinstance(o, RouteGroup) for o in gc.get_objects())
+
+
+def test_views_are_made_on_first_read() -> None:
+    """Routes are installed as C arrays; a group's Python view is made when first read (a
+    Python selector, ``switch.table``), once, and shared by every destination of the group."""
+    before = _route_groups()
+    _, net = make_net(small_leaf_spine(leaves=2, spines=2, hosts_per_leaf=2))
+    assert _route_groups() == before  # ECMP is compiled: nothing read a view
+    leaf0 = net.switches["leaf0"]
+    group = leaf0.table[2]
+    assert _route_groups() == before + 1 and len(group) == 2
+    assert leaf0.table[3] is group  # both hosts of leaf1
+    assert list(leaf0.table[2:4]) == [group, group] and len(leaf0.table) == 4

@@ -61,7 +61,10 @@ def run_command(
     if target is not None:
         check_target(target, "run", option)  # before the run, not after
     result, interrupted = watched.run_watched(sc)
-    release_freed_memory()
+    if target is not None or interrupted:
+        # saving loads pyarrow: on the run's freed pages, not new ones (and so does printing,
+        # first: what it makes now would keep the run's pages resident; docs/performance.md)
+        release_freed_memory()
     summaries = {run_label(sc): result.summary}
     render(
         output_format, [summary_table(sc.name, summaries, card_lines_from_summary(result.summary))], console

@@ -1,11 +1,12 @@
-"""Handing a finished run's memory back before the result is saved.
+"""Handing a finished run's memory back before anything else is loaded.
 
-A saved run loads pyarrow (about 36 MB of peak RSS: its libraries and the Parquet writer) after
-the simulation: on top of what the run left resident, that made saving the peak of the process
-(1024-host htsim permutation: 147 MB with ``--out``, 125 MB without; docs/performance.md,
-Memory). The network is garbage by then (``spraylab.runs.experiment.run`` drops the pending
-events that held it), but it is a graph of reference cycles the collector reaches only at a
-full collection, and the C allocator keeps freed pages resident until asked to return them.
+What a process does after a run (print the summary, load pyarrow to save the tables: about 38 MB
+of peak RSS) should reuse the run's freed memory, not add to it (1024-host htsim permutation:
+saving used to be the peak of the process, 147 MB with ``--out`` against 125 MB without;
+docs/performance.md, Memory). The network is garbage once the run returns
+(``spraylab.runs.experiment.run`` drops the pending events that held it), but it is a graph of
+reference cycles the collector reaches only at a full collection, and the C allocator keeps
+freed pages resident until asked to return them.
 """
 
 from __future__ import annotations
