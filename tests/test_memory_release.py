@@ -11,9 +11,11 @@ from __future__ import annotations
 import gc
 import sys
 import weakref
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cliutil import invoke
 from simutil import make_net, small_leaf_spine
 
 import spraylab
@@ -92,3 +94,20 @@ def test_a_flow_beyond_the_packet_fields_is_refused(flow_id: int, size_bytes: in
     _, net = make_net(small_leaf_spine(leaves=2, spines=1, hosts_per_leaf=1))
     with pytest.raises(ValueError, match=r"at most 2\*\*31 - 1"):
         net.add_flows([FlowSpec(flow_id, 0, 1, size_bytes)])
+
+
+@pytest.mark.parametrize(("scenario", "returncode"), [("no_such_scenario", 2), ("demo", 0)])
+def test_run_commands_leave_the_collector_on(scenario: str, returncode: int, tmp_path: Path) -> None:
+    """``spraylab run`` keeps the collector off while it imports and loads, and must turn it back
+    on when the run starts, or when the command ends before it (bad input)."""
+    small = [
+        "--set",
+        "topology.leaves=2",
+        "--set",
+        "topology.hosts_per_leaf=2",
+        "--set",
+        "workload.size=20KB",
+    ]
+    assert gc.isenabled()
+    assert invoke("run", scenario, *small, cwd=tmp_path).returncode == returncode
+    assert gc.isenabled()

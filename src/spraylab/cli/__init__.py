@@ -29,6 +29,7 @@ from spraylab.cli.common import (
     run_with_progress,
 )
 from spraylab.results.output import OutputError
+from spraylab.runs.memory import pause_collector_until_run, resume_collector
 
 __all__ = [
     "UsageError",
@@ -85,6 +86,8 @@ def _scenario_error() -> tuple[type[Exception], ...]:
 def main() -> None:
     """The ``spraylab`` command. Bad input of any kind (scenario, sweep, options, files) ends
     with one ``error:`` line and exit code 2, never a traceback."""
+    if sys.argv[1:2] in (["run"], ["compare"], ["demo"]):
+        pause_collector_until_run()  # until the first run starts (runs.watched)
     try:
         # Non-standalone mode hands back a typer.Exit's code instead of exiting.
         code = app(standalone_mode=False)
@@ -123,6 +126,8 @@ def main() -> None:
         command = f"{ctx.command_path}: " if ctx is not None else ""
         error(command + message() + _usage_detail(exc, ctx))
         sys.exit(exc.exit_code or 2)
+    finally:
+        resume_collector()  # a command that ended before its run (bad input, a results directory)
 
 
 def _usage_detail(exc: Exception, ctx: Any) -> str:

@@ -11,20 +11,18 @@ freed pages resident until asked to return them.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 from collections.abc import Callable
 
 
 def _malloc_trim() -> Callable[[int], int] | None:
     """glibc's ``malloc_trim`` (man 3 malloc_trim: returns free heap pages to the system), or
-    None where the C library has none (macOS, musl)."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
+    None where the C library has none (macOS, musl). Looked up among the symbols the process
+    has loaded (``dlopen(NULL)``): ``ctypes.util.find_library`` runs ``ldconfig``, 20 ms."""
+    import ctypes  # here: the CLI imports this module to start every run command
+
     try:
-        return ctypes.CDLL(name).malloc_trim
+        return ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):
         return None
 
@@ -36,3 +34,28 @@ def release_freed_memory() -> None:
     trim = _malloc_trim()
     if trim is not None:
         trim(0)
+
+
+_collector_paused = False
+
+
+def pause_collector_until_run() -> None:
+    """For a process that starts by importing and loading, then runs (``spraylab run``,
+    ``compare``, ``demo``): no garbage collection until the run starts (:func:`resume_collector`).
+    Imports and a scenario make next to no garbage, but their hundreds of thousands of objects
+    set off collections that walk them: 10% of a 128-host run's CPU (docs/performance.md)."""
+    global _collector_paused
+    if gc.isenabled():
+        gc.disable()
+        _collector_paused = True
+
+
+def resume_collector() -> None:
+    """Undo :func:`pause_collector_until_run`, once (a no-op unless paused): what is loaded by
+    now lives as long as the process, so it is frozen (``gc.freeze``) for the collections of the
+    run not to walk it again, and the collector is back on for the run's reference cycles."""
+    global _collector_paused
+    if _collector_paused:
+        _collector_paused = False
+        gc.freeze()
+        gc.enable()

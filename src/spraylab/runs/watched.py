@@ -18,7 +18,10 @@ def run_watched(scenario: Scenario, label: str = "") -> tuple[Result, bool]:
     far, incomplete: ``stop_reason = "interrupted"``)."""
     from spraylab.runs.experiment import run
     from spraylab.runs.interrupt import StopOnInterrupt
+    from spraylab.runs.memory import resume_collector
     from spraylab.runs.progress import RunProgress
+
+    resume_collector()  # the command's imports and loading are done (spraylab.cli.main)
 
     with (
         RunProgress(scenario, label or scenario.name, enabled=scenario.run.progress) as progress,
