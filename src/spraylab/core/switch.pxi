@@ -306,9 +306,10 @@ cdef class Switch:
         self._version = version
         self._groups = [None] * n_groups
         self.salt = salt
-        for g in range(n_groups):  # the views made so far (held by schemes, maybe) follow
-            if keys[g] in self._views:
-                self._view(g)
+        if self._views:  # the views made so far (held by schemes, maybe) follow
+            for g in range(n_groups):
+                if keys[g] in self._views:
+                    self._view(g)
 
     cdef object _view(self, int32_t g):
         """Local group ``g``'s view, made (or refilled, after an install) on first read."""

@@ -1,4 +1,6 @@
-"""Handing a finished run's memory back before anything else is loaded.
+"""A run command's memory and collector: the collector paused while the command imports and
+loads (:func:`pause_collector_until_run`), a finished run's memory handed back before anything
+else is loaded (:func:`release_freed_memory`).
 
 What a process does after a run (print the summary, load pyarrow to save the tables: about 38 MB
 of peak RSS) should reuse the run's freed memory, not add to it (1024-host htsim permutation:
