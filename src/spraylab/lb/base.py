@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 class LbParams(BaseModel):
     """Parameters of a scheme; subclasses add fields. Unknown keys are rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # as Section (model/types.py)
 
 
 class LoadBalancer:

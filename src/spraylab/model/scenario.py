@@ -309,7 +309,7 @@ class LbSection(BaseModel):
     """``scheme`` names a registered scheme; every other key is one of its parameters,
     validated by the scheme's own parameter model when the run is built."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)  # as Section (model/types.py)
     scheme: str = "ecmp"
 
     @field_validator("scheme")
