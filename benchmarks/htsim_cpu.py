@@ -110,15 +110,15 @@ def main() -> None:
         ]  # fmt: skip
         out = args.work / f"spraylab_{cm.stem}_timed"
         spraylab_cmd = [sys.executable, "-m", "spraylab.cli", "run", str(scenario), "--out", str(out)]
-        sides = {"spraylab": env} if args.base is None else {"spraylab": env, "base": base_env}
+        # this tree last in every round, so the saved run read for its hops is this tree's
+        sides = {"spraylab": env} if args.base is None else {"base": base_env, "spraylab": env}
         runs: dict[str, list[dict[str, float]]] = {"htsim": [], **{side: [] for side in sides}}
         for _ in range(args.repeat):  # alternating, so machine load hits every side alike
             runs["htsim"].append(timed(htsim_cmd, cwd=args.work))  # its idmap.txt goes there
             for side, side_env in sides.items():
                 subprocess.run(["rm", "-rf", str(out)], check=True)
                 runs[side].append(timed(spraylab_cmd, side_env))
-                if side == "spraylab":
-                    hops = packet_hops(out)
+        hops = packet_hops(out)
 
         row: dict[str, Any] = {
             "case": f"{topo.name} + {cm.name}",
