@@ -122,6 +122,35 @@ def test_candidates_are_the_routed_links_one_hop_closer(
                     assert got == cands[(s, tor)]
 
 
+@settings(max_examples=10, deadline=None)
+@given(cuts=st.lists(st.integers(0, 10**6), max_size=40))
+def test_the_all_tor_search_spans_several_words_of_tors(cuts: list[int]) -> None:
+    """With more than 64 ToRs (a word of the bitset search holds 64) and switch links routed
+    down, the search for all ToRs at once gives every distance the one-ToR search gives."""
+    fabric = leaf_spine(130, 3, 1, 100 * G, 100 * G, US)
+    switch_links = [
+        k
+        for k, link in enumerate(fabric.links)
+        if link.a in fabric.switch_tier and link.b in fabric.switch_tier
+    ]
+    down = {
+        lid
+        for c in cuts
+        for lid in (2 * switch_links[c % len(switch_links)], 2 * switch_links[c % len(switch_links)] + 1)
+    }
+    matrices = []
+    for dense, cut in ((True, set()), (True, down), (False, down)):
+        with mock.patch.object(route_table, "DENSE_MIN_TORS", 1 if dense else 10**9):
+            table = RouteTable(fabric)
+            table.compute()
+            table.remove(cut)
+            assert table.dense == dense and len(table.tors) == 130
+            matrices.append(table.distances(np.arange(len(table.tors))))
+    whole, dense, one_by_one = matrices
+    assert (dense == one_by_one).all()
+    assert (dense != whole).any() == bool(down)  # a cut spine-leaf link: that pair 1 -> 3 or -1
+
+
 def test_the_network_and_the_fluid_fabric_read_one_table() -> None:
     """Built once: the network's table is the fluid fabric's, every installed group is its
     candidates as ports, every host's NIC its first link, and the fluid engine's hash walks
