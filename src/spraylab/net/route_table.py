@@ -257,7 +257,7 @@ class RouteTable:
         """Breadth-first search from every ToR at once: each switch holds the set of ToRs whose
         frontier it is on as a bitset (64 ToRs a word), and a hop ORs the sets of every switch's
         in-neighbours: a word per 64 ToRs and link instead of the float matrix product per hop
-        this replaced (k = 64 fat-tree: 1.6 s against 6.0 s)."""
+        this replaced (k = 64 fat-tree: 0.9 s against 4.9 s, docs/fluid.md)."""
         ns, n_tors = self.n_switches, len(self.tors)
         dist = np.full((n_tors, ns), -1, dtype=np.int64)
         rows = np.arange(n_tors)
