@@ -54,6 +54,11 @@ def _both(first, second):
     return both
 
 
+cdef struct Transmission:  # one send of a PSN, for a recovery that times each (rto_per_packet)
+    int64_t sent_ps
+    int64_t psn
+
+
 cdef class SenderKernel  # core/sender_kernels.pxi
 cdef class CcKernel  # core/cc_kernel.pxi
 cdef class CumulativeSack  # core/receiver.pxi
@@ -100,8 +105,14 @@ cdef class QueuePair:
     cdef public int64_t start_ps, acked_ps, last_progress_ps, rto_ps
     cdef public int64_t sent_packets, retx_packets, nacks_received, timeouts, trimmed_packets
     cdef public bint nack_names_psn  # the recovery's NACKs name the PSN to resend in sack_psn
+    # The recovery times each transmission (Recovery.rto_per_packet, uet-htsim's RTO): per PSN
+    # when its unanswered transmission left (-1: none), and the transmissions in send order,
+    # answered ones (ACKed, NACKed, timed out) dropped from the front as they reach it.
+    cdef public bint rto_per_packet
+    cdef vector[int64_t] _unanswered_sent_ps
+    cdef cdeque[Transmission] _sent_order
     cdef object _rto_cb, _ack_hook, _skip_resend, _on_resent, _cc_sent, _recovery_nack
-    cdef object _cc_nack, _cc_timeout
+    cdef object _cc_nack, _cc_timeout, _recovery_packet_timeout
 
     def __init__(self, net, spec, Nic nic, params, line_rate_bps) -> None:
         from spraylab.net.framing import data_wire_bytes
@@ -169,6 +180,10 @@ cdef class QueuePair:
         self.recovery = recovery
         self._recovery_nack = recovery.on_nack
         self.nack_names_psn = recovery_cls.nack_names_psn
+        self.rto_per_packet = recovery_cls.rto_per_packet
+        self._recovery_packet_timeout = recovery.on_packet_timeout if self.rto_per_packet else None
+        if self.rto_per_packet:
+            self._unanswered_sent_ps.assign(self.n_packets, -1)
         self._skip_resend = optional_hook(recovery, "skip_resend", Recovery)
         self._on_resent = optional_hook(recovery, "on_resent", Recovery)
         self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
@@ -317,6 +332,9 @@ cdef class QueuePair:
                 resent(psn)
         else:
             self.max_sent = psn + 1
+        if self.rto_per_packet:
+            self._unanswered_sent_ps[psn] = now
+            self._sent_order.push_back(Transmission(now, psn))
         self.sent_packets += 1
         if self.cwnd_bytes < NO_WINDOW and (
             psn == self.n_packets - 1
@@ -377,6 +395,8 @@ cdef class QueuePair:
         cdef int64_t cum_psn = pkt.psn
         if cum_psn > self.snd_una:
             self.advance(cum_psn, self.sim.now)
+        if self.rto_per_packet:
+            self._drop_answered()
         if self.lb_kernel is not None:
             self.lb_kernel.on_ack(self, pkt)
         elif self._lb_on_ack is not None:
@@ -391,6 +411,10 @@ cdef class QueuePair:
         self.advance(psn, now)
         if self.sack is not None and psn > 0:
             self.sack.covered(psn)
+        if self.rto_per_packet:
+            if self.nack_names_psn and 0 <= pkt.sack_psn < self.n_packets:
+                self._unanswered_sent_ps[pkt.sack_psn] = -1  # its transmission is answered
+            self._drop_answered()
         # A scheme may take over the one retransmission a selective NACK asks for.
         claimed = self._lb is not None and self._lb.on_nack(self, pkt) and self.recovery.selective
         if self.sender_done:
@@ -414,9 +438,26 @@ cdef class QueuePair:
         else:
             self.cc.on_cnp(self.sim.now)
 
+    cdef int _drop_answered(self) except -1:
+        """Drop answered transmissions from the front of the send order."""
+        cdef Transmission sent
+        while not self._sent_order.empty():
+            sent = self._sent_order.front()
+            if (
+                self._unanswered_sent_ps[sent.psn] == sent.sent_ps
+                and sent.psn >= self.snd_una
+                and (self.sack is None or not self.sack.holds(sent.psn))
+            ):
+                return 0
+            self._sent_order.pop_front()
+        return 0
+
     def _on_rto(self, _) -> None:
         self.rto_armed = False
         if self.sender_done:
+            return
+        if self.rto_per_packet:
+            self._packet_rto(self.sim.now)
             return
         now = self.sim.now
         if self.snd_una >= self.max_sent:
@@ -437,5 +478,36 @@ cdef class QueuePair:
             self._lb.on_timeout(self)
         self.rto_armed = True
         self.sim.after(self.rto_ps, self._rto_cb)
+        if not self.in_sched and self.has_work():
+            self.nic.activate(self)
+
+    cdef _packet_rto(self, int64_t now):
+        """uet-htsim's RTO (``UecSrc::rtxTimerExpired``): the timer runs for the oldest
+        transmission not yet answered by an ACK or a NACK; when it has been out ``rto_ps``, that
+        PSN alone times out (the recovery resends it, the congestion control and the scheme
+        hear of one timeout) and the timer moves on to the next oldest."""
+        self._drop_answered()
+        if self._sent_order.empty():
+            return  # nothing unanswered: armed again by the next send
+        cdef Transmission oldest = self._sent_order.front()
+        if now < oldest.sent_ps + self.rto_ps:
+            self.rto_armed = True
+            self.sim.at(oldest.sent_ps + self.rto_ps, self._rto_cb)
+            return
+        self._sent_order.pop_front()
+        self._unanswered_sent_ps[oldest.psn] = -1
+        self.timeouts += 1
+        self._recovery_packet_timeout(oldest.psn)
+        if self.cc_kernel is not None:
+            self.cc_kernel.c_on_timeout()
+        elif self._cc_timeout is not None:
+            self._cc_timeout()
+        if self._lb is not None:
+            self._lb.on_timeout(self)
+        self._drop_answered()
+        if not self._sent_order.empty():  # the next oldest, at once if it is overdue too
+            oldest = self._sent_order.front()
+            self.rto_armed = True
+            self.sim.at(max(now, oldest.sent_ps + self.rto_ps), self._rto_cb)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)

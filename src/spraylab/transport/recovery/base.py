@@ -56,6 +56,11 @@ class Recovery:
     # The [transport] keys the mode reads beyond mtu, cc and its own name (`spraylab list`):
     # every receiver coalesces ACKs and every sender has the retransmission timer.
     reads: ClassVar[tuple[str, ...]] = ("rto", "ack_every", "ack_every_bytes", "ack_bytes", "ack_delay")
+    # The retransmission timer times each transmission (uet-htsim's RTO): it runs for the oldest
+    # one not yet answered by an ACK or a NACK, and that PSN alone times out
+    # (:meth:`on_packet_timeout`). False: the timer measures the flow's progress (the cumulative
+    # ACK) and :meth:`on_timeout` acts on everything outstanding, as RNICs do.
+    rto_per_packet: ClassVar[bool] = False
     # Memory per packet of a flow's size (both ends), for the size guard (spraylab.runs.budget).
     state_bytes_per_packet: ClassVar[int] = 1
 
@@ -86,6 +91,11 @@ class Recovery:
         in every mode)."""
         qp = self.qp
         qp.snd_nxt = qp.snd_una
+
+    def on_packet_timeout(self, psn: int) -> None:
+        """With :attr:`rto_per_packet`: the transmission of ``psn`` went unanswered for ``rto``
+        (its record is gone; the sender is not done)."""
+        raise NotImplementedError
 
     # --- optional per-packet hooks (not called unless overridden) --------------------------
     def on_ack(self, pkt: Packet) -> None:
