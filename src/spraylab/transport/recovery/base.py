@@ -8,7 +8,8 @@ processing and calls its recovery only at these points.
 
 A mode is one module of this package with a ``@register``ed :class:`Recovery` subclass naming
 its :attr:`Recovery.receiver`; ``transport.recovery`` selects it by name. Required:
-:meth:`on_nack` (and :meth:`on_timeout`, whose default goes back to ``snd_una``). Optional
+:meth:`on_nack` (and :meth:`on_timeout`, whose default goes back to ``snd_una``; or, for a
+mode with :attr:`Recovery.rto_per_packet`, :meth:`on_packet_timeout`). Optional
 hooks (:meth:`on_ack`, :meth:`skip_resend`, :meth:`on_resent`, :meth:`on_drop`) are bound once
 per queue pair and cost nothing per packet when not overridden.
 
