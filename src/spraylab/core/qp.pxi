@@ -54,9 +54,44 @@ def _both(first, second):
     return both
 
 
-cdef struct Transmission:  # one send of a PSN, for a recovery that times each (rto_per_packet)
-    int64_t sent_ps
-    int64_t psn
+cdef class Transmissions:
+    """When each outstanding PSN's last transmission left, for a recovery that times each
+    transmission (``Recovery.rto_per_packet``, uet-htsim's RTO; made for such queue pairs only):
+    one slot per PSN from ``base`` to the highest sent, -1 once a NACK answered it or it timed
+    out (an ACKed PSN is recognised by the SACK, or by ``snd_una`` passing it). The slots below
+    ``snd_una`` are dropped at the next send, so the memory follows what is outstanding. The
+    timer looks for the oldest unanswered transmission only when it fires (about once per RTO),
+    so an ACK costs nothing here."""
+
+    cdef int64_t base
+    cdef cdeque[int64_t] sent_ps
+
+    def __cinit__(self):
+        self.base = 0
+
+    cdef inline void sent(self, int64_t psn, int64_t now, int64_t snd_una):
+        while self.base < snd_una and not self.sent_ps.empty():
+            self.sent_ps.pop_front()
+            self.base += 1
+        if psn - self.base == <int64_t>self.sent_ps.size():
+            self.sent_ps.push_back(now)  # a new PSN (the slots end at the highest sent)
+        else:
+            self.sent_ps[psn - self.base] = now
+
+    cdef inline void answered(self, int64_t psn):
+        if self.base <= psn < self.base + <int64_t>self.sent_ps.size():
+            self.sent_ps[psn - self.base] = -1
+
+    cdef int64_t oldest(self, int64_t snd_una, CumulativeSack sack, int64_t* psn) except -2:
+        """The send time of the oldest unanswered transmission (its PSN in ``psn``), -1 if none."""
+        cdef int64_t p, t, best = -1
+        cdef int64_t end = self.base + <int64_t>self.sent_ps.size()
+        for p in range(max(snd_una, self.base), end):
+            t = self.sent_ps[p - self.base]
+            if t >= 0 and (best < 0 or t < best) and (sack is None or not sack.holds(p)):
+                best = t
+                psn[0] = p
+        return best
 
 
 cdef class SenderKernel  # core/sender_kernels.pxi
@@ -105,12 +140,10 @@ cdef class QueuePair:
     cdef public int64_t start_ps, acked_ps, last_progress_ps, rto_ps
     cdef public int64_t sent_packets, retx_packets, nacks_received, timeouts, trimmed_packets
     cdef public bint nack_names_psn  # the recovery's NACKs name the PSN to resend in sack_psn
-    # The recovery times each transmission (Recovery.rto_per_packet, uet-htsim's RTO): per PSN
-    # when its unanswered transmission left (-1: none), and the transmissions in send order,
-    # answered ones (ACKed, NACKed, timed out) dropped from the front as they reach it.
+    # The recovery times each transmission (Recovery.rto_per_packet, uet-htsim's RTO); None
+    # for a recovery that times the flow's progress.
     cdef public bint rto_per_packet
-    cdef vector[int64_t] _unanswered_sent_ps
-    cdef cdeque[Transmission] _sent_order
+    cdef Transmissions _unanswered
     cdef object _rto_cb, _ack_hook, _skip_resend, _on_resent, _cc_sent, _recovery_nack
     cdef object _cc_nack, _cc_timeout, _recovery_packet_timeout
 
@@ -182,8 +215,7 @@ cdef class QueuePair:
         self.nack_names_psn = recovery_cls.nack_names_psn
         self.rto_per_packet = recovery_cls.rto_per_packet
         self._recovery_packet_timeout = recovery.on_packet_timeout if self.rto_per_packet else None
-        if self.rto_per_packet:
-            self._unanswered_sent_ps.assign(self.n_packets, -1)
+        self._unanswered = Transmissions() if self.rto_per_packet else None
         self._skip_resend = optional_hook(recovery, "skip_resend", Recovery)
         self._on_resent = optional_hook(recovery, "on_resent", Recovery)
         self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
@@ -333,8 +365,7 @@ cdef class QueuePair:
         else:
             self.max_sent = psn + 1
         if self.rto_per_packet:
-            self._unanswered_sent_ps[psn] = now
-            self._sent_order.push_back(Transmission(now, psn))
+            self._unanswered.sent(psn, now, self.snd_una)
         self.sent_packets += 1
         if self.cwnd_bytes < NO_WINDOW and (
             psn == self.n_packets - 1
@@ -395,8 +426,6 @@ cdef class QueuePair:
         cdef int64_t cum_psn = pkt.psn
         if cum_psn > self.snd_una:
             self.advance(cum_psn, self.sim.now)
-        if self.rto_per_packet:
-            self._drop_answered()
         if self.lb_kernel is not None:
             self.lb_kernel.on_ack(self, pkt)
         elif self._lb_on_ack is not None:
@@ -411,10 +440,8 @@ cdef class QueuePair:
         self.advance(psn, now)
         if self.sack is not None and psn > 0:
             self.sack.covered(psn)
-        if self.rto_per_packet:
-            if self.nack_names_psn and 0 <= pkt.sack_psn < self.n_packets:
-                self._unanswered_sent_ps[pkt.sack_psn] = -1  # its transmission is answered
-            self._drop_answered()
+        if self.rto_per_packet and self.nack_names_psn:
+            self._unanswered.answered(pkt.sack_psn)  # its transmission is answered
         # A scheme may take over the one retransmission a selective NACK asks for.
         claimed = self._lb is not None and self._lb.on_nack(self, pkt) and self.recovery.selective
         if self.sender_done:
@@ -437,20 +464,6 @@ cdef class QueuePair:
             self.cc_kernel.c_on_cnp(self.sim.now)
         else:
             self.cc.on_cnp(self.sim.now)
-
-    cdef int _drop_answered(self) except -1:
-        """Drop answered transmissions from the front of the send order."""
-        cdef Transmission sent
-        while not self._sent_order.empty():
-            sent = self._sent_order.front()
-            if (
-                self._unanswered_sent_ps[sent.psn] == sent.sent_ps
-                and sent.psn >= self.snd_una
-                and (self.sack is None or not self.sack.holds(sent.psn))
-            ):
-                return 0
-            self._sent_order.pop_front()
-        return 0
 
     def _on_rto(self, _) -> None:
         self.rto_armed = False
@@ -486,28 +499,27 @@ cdef class QueuePair:
         transmission not yet answered by an ACK or a NACK; when it has been out ``rto_ps``, that
         PSN alone times out (the recovery resends it, the congestion control and the scheme
         hear of one timeout) and the timer moves on to the next oldest."""
-        self._drop_answered()
-        if self._sent_order.empty():
+        cdef Transmissions unanswered = self._unanswered
+        cdef int64_t psn = -1
+        cdef int64_t sent_ps = unanswered.oldest(self.snd_una, self.sack, &psn)
+        if sent_ps < 0:
             return  # nothing unanswered: armed again by the next send
-        cdef Transmission oldest = self._sent_order.front()
-        if now < oldest.sent_ps + self.rto_ps:
+        if now < sent_ps + self.rto_ps:
             self.rto_armed = True
-            self.sim.at(oldest.sent_ps + self.rto_ps, self._rto_cb)
+            self.sim.at(sent_ps + self.rto_ps, self._rto_cb)
             return
-        self._sent_order.pop_front()
-        self._unanswered_sent_ps[oldest.psn] = -1
+        unanswered.answered(psn)
         self.timeouts += 1
-        self._recovery_packet_timeout(oldest.psn)
+        self._recovery_packet_timeout(psn)
         if self.cc_kernel is not None:
             self.cc_kernel.c_on_timeout()
         elif self._cc_timeout is not None:
             self._cc_timeout()
         if self._lb is not None:
             self._lb.on_timeout(self)
-        self._drop_answered()
-        if not self._sent_order.empty():  # the next oldest, at once if it is overdue too
-            oldest = self._sent_order.front()
+        sent_ps = unanswered.oldest(self.snd_una, self.sack, &psn)
+        if sent_ps >= 0:  # the next oldest, at once if it is overdue too
             self.rto_armed = True
-            self.sim.at(max(now, oldest.sent_ps + self.rto_ps), self._rto_cb)
+            self.sim.at(max(now, sent_ps + self.rto_ps), self._rto_cb)
         if not self.in_sched and self.has_work():
             self.nic.activate(self)
