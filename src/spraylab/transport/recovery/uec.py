@@ -52,9 +52,9 @@ class UecRecovery(Recovery):
     nacks_trimmed = True
     nack_names_psn = True
     rto_per_packet = True
-    # The receiver's rank list (8 B a slot) and received bitmap (1 B); the sender's send time of
-    # each PSN's unanswered transmission (8 B).
-    state_bytes_per_packet = 17
+    # The receiver's rank list (8 B a slot) and received bitmap (1 B). (The sender's send times
+    # cover only the outstanding PSNs: core/qp.pxi, Transmissions.)
+    state_bytes_per_packet = 9
 
     __slots__ = ("sack", "trim_nacks")
 
