@@ -14,12 +14,13 @@ from rich.console import Console
 if TYPE_CHECKING:
     from pathlib import Path
 
-app = typer.Typer(
-    add_completion=False,
-    no_args_is_help=True,
-    rich_markup_mode=None,
-    help="spraylab: load balancing for AI-training networks.",
-)
+APP_SETTINGS: dict[str, Any] = {
+    "add_completion": False,
+    "no_args_is_help": True,
+    "rich_markup_mode": None,
+    "help": "spraylab: load balancing for AI-training networks.",
+}
+app = typer.Typer(**APP_SETTINGS)
 console = Console()
 if not console.is_terminal:  # piped or captured output: room for several scheme columns
     console.width = 160
