@@ -77,6 +77,16 @@ FABRICS = {
 }
 
 
+def switch_links_down(fabric: Fabric, cuts: list[int]) -> set[int]:
+    """Both directed ids of the switch-to-switch links ``cuts`` picks (modulo their number)."""
+    switch_links = [
+        k
+        for k, link in enumerate(fabric.links)
+        if link.a in fabric.switch_tier and link.b in fabric.switch_tier
+    ]
+    return {lid for c in cuts for k in [switch_links[c % len(switch_links)]] for lid in (2 * k, 2 * k + 1)}
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     kind=st.sampled_from(sorted(FABRICS)),
@@ -88,19 +98,10 @@ def test_candidates_are_the_routed_links_one_hop_closer(
     kind: str, n: int, dense: bool, cuts: list[int]
 ) -> None:
     """Distances and candidates equal a breadth-first search written from the fabric's names,
-    whichever search (one matrix for all ToRs or one per ToR) the table uses, with random
+    whichever search (one for all ToRs at once or one per ToR) the table uses, with random
     switch links routed down in both directions (some of them one of two parallel links)."""
     fabric = FABRICS[kind](n)
-    switch_links = [
-        k
-        for k, link in enumerate(fabric.links)
-        if link.a in fabric.switch_tier and link.b in fabric.switch_tier
-    ]
-    down = {
-        lid
-        for c in cuts
-        for lid in (2 * switch_links[c % len(switch_links)], 2 * switch_links[c % len(switch_links)] + 1)
-    }
+    down = switch_links_down(fabric, cuts)
     with mock.patch.object(route_table, "DENSE_MIN_TORS", 1 if dense else 10**9):
         table = RouteTable(fabric)
         table.compute()
@@ -128,16 +129,7 @@ def test_the_all_tor_search_spans_several_words_of_tors(cuts: list[int]) -> None
     """With more than 64 ToRs (a word of the bitset search holds 64) and switch links routed
     down, the search for all ToRs at once gives every distance the one-ToR search gives."""
     fabric = leaf_spine(130, 3, 1, 100 * G, 100 * G, US)
-    switch_links = [
-        k
-        for k, link in enumerate(fabric.links)
-        if link.a in fabric.switch_tier and link.b in fabric.switch_tier
-    ]
-    down = {
-        lid
-        for c in cuts
-        for lid in (2 * switch_links[c % len(switch_links)], 2 * switch_links[c % len(switch_links)] + 1)
-    }
+    down = switch_links_down(fabric, cuts)
     matrices = []
     for dense, cut in ((True, set()), (True, down), (False, down)):
         with mock.patch.object(route_table, "DENSE_MIN_TORS", 1 if dense else 10**9):
