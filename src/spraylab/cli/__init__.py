@@ -80,7 +80,7 @@ def application(argv: list[str]) -> typer.Typer:
     """:data:`app`, or, for a command line that names one of :data:`COMMANDS`, an application
     holding that command alone. typer builds the parameters of every registered command each
     time it runs (15-25 ms for all of them, 1 ms for one); the rest of the line is parsed the
-    same way (``tests/test_cli_errors.py`` compares every command's help and errors)."""
+    same way (``tests/test_cli_application.py`` compares every command's help and errors)."""
     command = COMMANDS.get(argv[1]) if len(argv) > 1 else None
     if command is None:
         return app
