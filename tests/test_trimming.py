@@ -320,10 +320,9 @@ def test_rto_is_the_backstop_for_losses_trimming_cannot_report() -> None:
 @pytest.mark.parametrize("cc", ["none", "nscc"])
 def test_the_rto_never_fires_where_every_transmission_is_answered(cc: str) -> None:
     """An 8:1 incast on a 60 KB port buffer trims hundreds of packets (thousands without a
-    congestion control) and loses none: every
-    transmission is answered within a queue and a round trip (an ACK, or the NACK of its
-    header), so a per-transmission RTO as short as 20 us never expires and the run does not
-    depend on it. (Timed from the flow's last progress instead, a PSN trimmed again and again
+    congestion control) and loses none: every transmission is answered within a queue and a
+    round trip (an ACK, or the NACK of its header), so a per-transmission RTO as short as 20 us
+    never expires and the run does not depend on it. (Timed from the flow's last progress instead, a PSN trimmed again and again
     stalls the cumulative ACK: 180 timeouts at 20 us, 293 spurious resends, 14% longer.)"""
     results = []
     for rto in ("20us", "100us"):
