@@ -117,6 +117,97 @@ def test_case_jain(senders: int, size: int, scheme: str, seed: int) -> dict[str,
     return {"jain": out.jain, "cct_over_bound": out.cct_ps / out.bound_ps, "drops": out.drops}
 
 
+# A seed's flows "run away" when Jain's index is below this: one flow ends far ahead of the rest
+RUNAWAY_JAIN = 0.9
+
+
+def spine_split(result_dir: Path) -> int:
+    """How many of the senders' ToRs send their data up the less used of the two spines (the
+    ECMP split of a spraylab incast run: 1 = one flow alone on a spine)."""
+    from spraylab.metrics.result import Result
+
+    links = Result.load(result_dir).links
+    # data leaves a sender's ToR up one spine; the receiver's ToR (tor0) sends only ACKs up
+    up = links[(links.role == "uplink") & (links["from"] != "tor0") & (links.tx_bytes > 1_000_000)]
+    per_spine = up.groupby("to").size().reindex([f"agg{i}" for i in range(SPINES)], fill_value=0)
+    return int(per_spine.min())
+
+
+def run_tail(args: argparse.Namespace, senders: int, topo: Path) -> list[dict[str, Any]]:
+    """Seeds 1..``args.tail_seeds`` of the ``senders``:1 incast under per-flow ECMP, htsim and
+    spraylab with htsim's settings: Jain's index, the FCTs and spraylab's spine split."""
+    cm = args.work / f"incast_{senders}to1_{args.size}B.cm"
+    cm.write_text(incast_cm(senders, args.size, SPINES, LEAVES * SPINES))
+    rows = []
+    for seed in range(1, args.tail_seeds + 1):
+        extra = ("-linkspeed", str(RATE_GBPS * 1000), *HTSIM_LB["ecmp"], "-seed", str(seed))
+        h = side.htsim_run(
+            args.htsim, cm, topo, "oblivious", args.work, extra_args=extra, tag=f"_tail_s{seed}"
+        )
+        scenario, _ = side.spraylab_scenario(cm, topo, "ecmp", h["settings"], RATE_GBPS, args.work)
+        result_dir = args.work / f"spraylab_tail_{senders}to1_s{seed}"
+        _, _, fct_us = side.spraylab_fct(scenario, result_dir, seed)
+        if h["done"] != senders or len(fct_us) != senders:
+            raise SystemExit(f"{senders}:1 seed {seed}: not every flow finished")
+        rows.append(
+            {
+                "seed": seed,
+                "htsim": {
+                    "jain": jain_index([args.size / f for f in h["fct_us"]]),
+                    "fct_us": sorted(h["fct_us"]),
+                },
+                "spraylab": {
+                    "jain": jain_index([args.size / f for f in fct_us]),
+                    "fct_us": sorted(fct_us),
+                    "spine_split": spine_split(result_dir),
+                },
+            }
+        )
+    return rows
+
+
+def tail_lines(rows: list[dict[str, Any]], senders: int) -> list[str]:
+    """The tail table: per side, Jain's mean and minimum over the seeds, the seeds whose flows ran
+    away, how far ahead the runaway flow ended, and (spraylab) the ECMP splits of those seeds."""
+    lines = [
+        f"Seeds 1 to {len(rows)} of the {senders}:1 incast under per-flow ECMP with htsim's settings "
+        f"(`--tail-seeds {len(rows)}`); a runaway: Jain below {RUNAWAY_JAIN}:",
+        "",
+        "| side | Jain mean | Jain min | runaway seeds | runaway flow's FCT (us) | the other flows' (us) |",
+        "|---|---:|---:|---:|---|---|",
+    ]
+    for side_key in ("htsim", "spraylab"):
+        values = [r[side_key]["jain"] for r in rows]
+        away = [r[side_key] for r in rows if r[side_key]["jain"] < RUNAWAY_JAIN]
+        first = (
+            f"{min(a['fct_us'][0] for a in away):.0f} to {max(a['fct_us'][0] for a in away):.0f}"
+            if away
+            else "-"
+        )
+        others = (
+            f"{min(a['fct_us'][1] for a in away):.0f} to {max(a['fct_us'][-1] for a in away):.0f}"
+            if away
+            else "-"
+        )
+        lines.append(
+            f"| {side_key} | {statistics.fmean(values):.3f} | {min(values):.3f} | {len(away)} of {len(rows)} "
+            f"| {first} | {others} |"
+        )
+    splits: dict[int, list[float]] = {}
+    for r in rows:
+        splits.setdefault(r["spraylab"]["spine_split"], []).append(r["spraylab"]["jain"])
+    lines += [
+        "",
+        "spraylab by ECMP split (flows on the less used spine): "
+        + "; ".join(
+            f"{k}-{senders - k}: {len(v)} seed{'s' if len(v) > 1 else ''}, Jain {min(v):.3f} to {max(v):.3f}"
+            for k, v in sorted(splits.items())
+        )
+        + ".",
+    ]
+    return lines
+
+
 def run_case(args: argparse.Namespace, senders: int, scheme: str, seed: int, topo: Path) -> dict[str, Any]:
     nodes = LEAVES * SPINES
     cm = args.work / f"incast_{senders}to1_{args.size}B.cm"
@@ -191,17 +282,14 @@ FINDING = (
     " port now does the same (spraylab.net.wiring.TRIM_TAIL_FRACTION, docs/design.md), and the tables above"
     " are with it. The last column starts the senders 30 ns apart (less than one packet's 83 ns): out of"
     " phase, which was the other way to break the tie before the fix. What remains, at 8:1 under per-flow"
-    " ECMP with htsim's settings, is the five seeds' sample of a tail both simulators have. Over seeds 1 to"
-    " 79 on each side, Jain's mean is 0.977 in htsim and 0.975 in spraylab, and both have seeds where one"
-    " flow runs away from the others, finishing in about a third of their time: htsim 6 of 79 (Jain 0.787"
-    " to 0.883, that flow done in 426 to 554 us, the others in 1,104 to 1,321), spraylab 4 of 79 (0.757 to"
-    " 0.896, 393 to 573 us against 1,086 to 1,320). They differ in where: grouped by how ECMP split the 8"
-    " flows over the 2 spines (htsim's split read from an htsim_uec patched locally to print each ToR's"
-    " ECMP choice), spraylab's runaways are its three seeds with one flow alone on a spine and its one seed"
-    " with all on one spine, htsim's are at splits of 2-6, 3-5 and 4-4, and its six seeds with one flow"
-    " alone have Jain 0.975 to 0.998. Until the uec RTO timed each transmission as htsim's does, spurious"
-    " timeouts of the seven flows held spraylab's runaways back (one flow alone: 0.889 to 0.908; mean of"
-    " all seeds 0.984). Reported; why the runaways fall on other splits is not explained."
+    " ECMP with htsim's settings, is the five seeds' sample of a tail both simulators have (the table"
+    " below, over many seeds): seeds where one flow runs away from the others, finishing in a fraction of"
+    " their time, with Jain's mean over all seeds close on both sides. They differ in where the runaways"
+    " fall: spraylab's where ECMP leaves one flow alone on a spine (or all on one), htsim's (its ECMP choices"
+    " read from an htsim_uec patched locally to print them; its output does not show them) at splits of"
+    " two or more flows a spine, while its seeds with one flow alone stay fair. Until the uec RTO timed"
+    " each transmission as htsim's does, spurious timeouts of the crowded spine's flows held spraylab's"
+    " runaways back. Reported; why the runaways fall on other splits is not explained."
 )
 
 
@@ -228,6 +316,12 @@ def main() -> None:
     ap.add_argument("--work", type=Path, default=Path("/tmp/nscc-incast"))
     ap.add_argument("--out", type=Path, default=Path(__file__).with_name("nscc_incast_fairness"))
     ap.add_argument("--htsim-commit", default="", help="the htsim commit, recorded in the JSON")
+    ap.add_argument(
+        "--tail-senders", type=int, default=8, help="the N:1 incast whose ECMP tail --tail-seeds samples"
+    )
+    ap.add_argument(
+        "--tail-seeds", type=int, default=0, help="seeds 1..N of that incast under ECMP (0: none)"
+    )
     args = ap.parse_args()
     if max(args.senders) >= LEAVES:
         raise SystemExit(
@@ -244,10 +338,13 @@ def main() -> None:
         for seed in range(1, args.seeds + 1)
     ]
     summary = summarize(cases)
+    tail = run_tail(args, args.tail_senders, topo) if args.tail_seeds else []
     command = (
         f"python benchmarks/nscc_incast_fairness.py --htsim /path/to/htsim_uec --senders "
         f"{' '.join(map(str, args.senders))} --size {args.size} --seeds {args.seeds} --schemes {args.schemes}"
     )
+    if args.tail_seeds:
+        command += f" --tail-senders {args.tail_senders} --tail-seeds {args.tail_seeds}"
     if args.htsim_commit:
         command += f" --htsim-commit {args.htsim_commit}"
     report = {
@@ -259,6 +356,7 @@ def main() -> None:
         "size_bytes": args.size,
         "summary": summary,
         "cases": cases,
+        "tail": tail,
     }
     args.out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
     lines = [
@@ -288,7 +386,10 @@ def main() -> None:
             f"{row[key]['min']:.3f} / {row[key]['mean']:.3f} / {row[key]['max']:.3f}" for key, _ in SIDES
         ]
         lines.append(f"| {row['senders']}:1 | {row['scheme']} | " + " | ".join(cells) + " |")
-    lines += ["", *side.wrap(FINDING), "", "Per seed (Jain):", ""]
+    lines += ["", *side.wrap(FINDING), ""]
+    if tail:
+        lines += [*tail_lines(tail, args.tail_senders), ""]
+    lines += ["Per seed (Jain):", ""]
     lines += [
         "| N:1 | scheme | seed | htsim | spraylab (htsim's settings) | spraylab (the test's case) "
         f"| spraylab (starts {STAGGER_NS} ns apart) |"
