@@ -13,7 +13,8 @@ test against the theory it names (docs/design.md, "Packet trimming and the uec m
 * the RTO is the backstop for losses trimming cannot report (a lossy link), timed per
   transmission as uet-htsim's UecSrc times it: each timeout resends exactly the one PSN whose
   transmission went unanswered, and where nothing is lost (every packet ACKed or its header
-  NACKed) it never fires, whatever ``transport.rto``;
+  NACKed) it never fires, whatever ``transport.rto``; every resend answers one NACK or one
+  timeout (random loss rates, RTOs and seeds);
 * a header whose PSN already arrived is ACKed, not NACKed;
 * the receiver ACKs at once what uet-htsim's UecSink does (uec.cpp processData): the first
   packet, every retransmission (its sender sets ``ar`` on each resend) and, after such a request,
@@ -26,6 +27,8 @@ from __future__ import annotations
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from simutil import US, G
 
 from spraylab.engine.simulator import Simulator
@@ -333,6 +336,43 @@ def test_the_rto_never_fires_where_every_transmission_is_answered(cc: str) -> No
         assert result.summary["timeouts"] == 0 and result.summary["spurious_retx"] == 0
         assert result.summary["drops"] == 0
     assert results[0].flows.equals(results[1].flows)
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    loss_rate=st.sampled_from([0.0, 0.003, 0.02]),
+    rto=st.sampled_from(["15us", "60us", "300us"]),
+    cc=st.sampled_from(["none", "nscc"]),
+    seed=st.integers(1, 1000),
+)
+def test_every_resend_answers_one_nack_or_one_timeout(loss_rate: float, rto: str, cc: str, seed: int) -> None:
+    """On a trimming fabric with a lossy spine link: every flow completes, each resend was asked
+    for by one NACK of its trimmed header or one timeout of its transmission (a queued resend of
+    a PSN SACKed meanwhile is skipped, so at most that many), and with nothing lost no timeout
+    fires, whatever the RTO."""
+    events = [{"at": "0us", "link": ["leaf0", "spine0"], "action": "loss", "loss_rate": loss_rate}]
+    result = run(
+        Scenario.from_dict(
+            {
+                "topology": {
+                    "kind": "leaf_spine",
+                    "leaves": 2,
+                    "spines": 2,
+                    "hosts_per_leaf": 4,
+                    "events": events,
+                },
+                "switch": {"trimming": True, "port_buffer": 30_000},
+                "transport": {"cc": cc, "recovery": "uec", "rto": rto},
+                "workload": {"kind": "permutation", "size": "200KB"},
+                "run": {"seed": seed, "time_limit": "50ms", "progress": False},
+            }
+        )
+    )
+    flows = result.flows
+    assert result.summary["completed"]
+    assert (flows["retx_packets"] <= flows["nacks"] + flows["timeouts"]).all()
+    if loss_rate == 0.0:
+        assert result.summary["drops"] == 0 and result.summary["timeouts"] == 0
 
 
 def test_a_header_of_a_psn_already_received_is_acked_not_nacked() -> None:
