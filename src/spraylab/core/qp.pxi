@@ -142,10 +142,9 @@ cdef class QueuePair:
     cdef public bint nack_names_psn  # the recovery's NACKs name the PSN to resend in sack_psn
     # The recovery times each transmission (Recovery.rto_per_packet, uet-htsim's RTO); None
     # for a recovery that times the flow's progress.
-    cdef public bint rto_per_packet
     cdef Transmissions _unanswered
     cdef object _rto_cb, _ack_hook, _skip_resend, _on_resent, _cc_sent, _recovery_nack
-    cdef object _cc_nack, _cc_timeout, _recovery_packet_timeout
+    cdef object _cc_nack, _cc_timeout
 
     def __init__(self, net, spec, Nic nic, params, line_rate_bps) -> None:
         from spraylab.net.framing import data_wire_bytes
@@ -213,9 +212,7 @@ cdef class QueuePair:
         self.recovery = recovery
         self._recovery_nack = recovery.on_nack
         self.nack_names_psn = recovery_cls.nack_names_psn
-        self.rto_per_packet = recovery_cls.rto_per_packet
-        self._recovery_packet_timeout = recovery.on_packet_timeout if self.rto_per_packet else None
-        self._unanswered = Transmissions() if self.rto_per_packet else None
+        self._unanswered = Transmissions() if recovery_cls.rto_per_packet else None
         self._skip_resend = optional_hook(recovery, "skip_resend", Recovery)
         self._on_resent = optional_hook(recovery, "on_resent", Recovery)
         self.drop_hook = optional_hook(recovery, "on_drop", Recovery)
@@ -364,7 +361,7 @@ cdef class QueuePair:
                 resent(psn)
         else:
             self.max_sent = psn + 1
-        if self.rto_per_packet:
+        if self._unanswered is not None:
             self._unanswered.sent(psn, now, self.snd_una)
         self.sent_packets += 1
         if self.cwnd_bytes < NO_WINDOW and (
@@ -440,7 +437,7 @@ cdef class QueuePair:
         self.advance(psn, now)
         if self.sack is not None and psn > 0:
             self.sack.covered(psn)
-        if self.rto_per_packet and self.nack_names_psn:
+        if self._unanswered is not None and self.nack_names_psn:
             self._unanswered.answered(pkt.sack_psn)  # its transmission is answered
         # A scheme may take over the one retransmission a selective NACK asks for.
         claimed = self._lb is not None and self._lb.on_nack(self, pkt) and self.recovery.selective
@@ -469,7 +466,7 @@ cdef class QueuePair:
         self.rto_armed = False
         if self.sender_done:
             return
-        if self.rto_per_packet:
+        if self._unanswered is not None:
             self._packet_rto(self.sim.now)
             return
         now = self.sim.now
@@ -480,19 +477,23 @@ cdef class QueuePair:
             self.rto_armed = True
             self.sim.at(deadline, self._rto_cb)
             return
-        self.timeouts += 1
         self.last_progress_ps = now
         self.recovery.on_timeout()
+        self._timed_out()
+        self.rto_armed = True
+        self.sim.after(self.rto_ps, self._rto_cb)
+        self.kick()
+
+    cdef _timed_out(self):
+        """One timeout, after the recovery acted on it: counted, and heard by the congestion
+        control and the scheme."""
+        self.timeouts += 1
         if self.cc_kernel is not None:
             self.cc_kernel.c_on_timeout()
         elif self._cc_timeout is not None:
             self._cc_timeout()
         if self._lb is not None:
             self._lb.on_timeout(self)
-        self.rto_armed = True
-        self.sim.after(self.rto_ps, self._rto_cb)
-        if not self.in_sched and self.has_work():
-            self.nic.activate(self)
 
     cdef _packet_rto(self, int64_t now):
         """uet-htsim's RTO (``UecSrc::rtxTimerExpired``): the timer runs for the oldest
@@ -509,17 +510,10 @@ cdef class QueuePair:
             self.sim.at(sent_ps + self.rto_ps, self._rto_cb)
             return
         unanswered.answered(psn)
-        self.timeouts += 1
-        self._recovery_packet_timeout(psn)
-        if self.cc_kernel is not None:
-            self.cc_kernel.c_on_timeout()
-        elif self._cc_timeout is not None:
-            self._cc_timeout()
-        if self._lb is not None:
-            self._lb.on_timeout(self)
+        self.recovery.on_packet_timeout(psn)
+        self._timed_out()
         sent_ps = unanswered.oldest(self.snd_una, self.sack, &psn)
         if sent_ps >= 0:  # the next oldest, at once if it is overdue too
             self.rto_armed = True
             self.sim.at(max(now, sent_ps + self.rto_ps), self._rto_cb)
-        if not self.in_sched and self.has_work():
-            self.nic.activate(self)
+        self.kick()
