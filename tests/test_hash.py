@@ -31,7 +31,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from simutil import US, make_net
 
-from spraylab.fluid.routing import hop_hash_array, packet_hash_array, random_words
+from spraylab.fluid.routing import hop_hash_array, packet_hash_array, random_samples, random_words
 from spraylab.net.routes import hop_hash, mix64, packet_hash, trace_route
 from spraylab.study.validation import chi_square_p_value
 from spraylab.topology.fat_tree import fat_tree
@@ -127,3 +127,28 @@ def test_random_words_are_the_generator_s_short_draws(seed: int, count: int, bit
     a, b = random.Random(seed), random.Random(seed)
     assert random_words(a, count, bits).tolist() == [b.getrandbits(bits) for _ in range(count)]
     assert a.getrandbits(64) == b.getrandbits(64)
+
+
+@given(
+    seed=st.integers(0, 2**32),
+    population=st.integers(1, 2**32 - 1),
+    k=st.integers(0, 40),
+    count=st.integers(0, 60),
+)
+def test_random_samples_are_the_generator_s_samples(seed: int, population: int, k: int, count: int) -> None:
+    """The bulk draw gives the samples, and leaves the generator in the state, of ``count``
+    calls of ``sample(range(population), k)`` (spray_rr's entropies at every flow's start),
+    whatever path ``sample`` takes: redrawing out-of-range values and repeats, or (a population
+    not far above ``k``) its own."""
+    k = min(k, population)
+    a, b = random.Random(seed), random.Random(seed)
+    assert random_samples(a, population, k, count) == [b.sample(range(population), k) for _ in range(count)]
+    assert a.getrandbits(64) == b.getrandbits(64)
+
+
+def test_random_samples_redraw_repeats() -> None:
+    """A small population forces repeats within a sample (each must be redrawn, as ``sample``
+    does) and out-of-range draws (100 of 128 values in range)."""
+    a, b = random.Random(7), random.Random(7)
+    assert random_samples(a, 100, 12, 500) == [b.sample(range(100), 12) for _ in range(500)]
+    assert a.getstate() == b.getstate()

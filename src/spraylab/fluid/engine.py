@@ -38,7 +38,7 @@ import numpy as np
 from spraylab.engine.simulator import Simulator
 from spraylab.fluid._sparse import link_sums, restrict
 from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
-from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_words, route_model
+from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_samples, random_words, route_model
 from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_rows, solver_named
 from spraylab.fluid.warm import WarmSolver
 from spraylab.net.framing import data_wire_bytes
@@ -165,7 +165,7 @@ def prepare(scenario: Any) -> FluidRun:
     spray: list[list[int]] = []
     if spray_rng is not None:  # drawn at each flow's start, in start order: here, list order
         paths = make_lb(scenario.lb.scheme, scenario.lb.params).params.paths  # type: ignore[attr-defined]
-        spray = [spray_rng.sample(range(1 << 16), paths) for _ in flows]
+        spray = random_samples(spray_rng, 1 << 16, paths, len(flows))
     ack_ratio: list[float] = []
     if scenario.run.fluid_acks:
         t = scenario.transport

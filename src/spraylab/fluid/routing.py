@@ -31,6 +31,7 @@ rate and delay. A flow's route is then one of these models:
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
@@ -47,6 +48,7 @@ __all__ = [
     "packet_hash_array",
     "route_model",
     "random_words",
+    "random_samples",
 ]
 
 
@@ -73,6 +75,68 @@ def random_words(rng: random.Random, count: int, bits: int) -> np.ndarray:
         raise ValueError(f"bits = {bits}: 1 to 32")
     words = np.frombuffer(rng.getrandbits(32 * count).to_bytes(4 * count, "little"), dtype="<u4")
     return (words >> np.uint32(32 - bits)).astype(np.int64)
+
+
+def random_samples(rng: random.Random, population: int, k: int, count: int) -> list[list[int]]:
+    """``[rng.sample(range(population), k) for _ in range(count)]``, leaving ``rng`` in the same
+    state, for a population far larger than ``k`` (``population`` < 2^32).
+
+    ``sample`` then draws each pick by ``_randbelow``: ``getrandbits(b)`` with ``b`` the
+    population's bit length, repeated while the value is out of range, and again while it
+    repeats an earlier pick of the same sample. Each such draw is one 32-bit output's top ``b``
+    bits, so the outputs are drawn in bulk from a copy of the generator (``random_words``),
+    the in-range ones taken ``k`` at a time (a sample with a repeat is redone one value at a
+    time, skipping it, as ``sample`` does), and the generator is then advanced by exactly the
+    outputs used. 1024 samples of 16 (spray_rr's entropies): 10 -> 2.5 ms."""
+    if not (0 < population < 1 << 32 and k >= 0 and population > _sample_set_size(k)):
+        return [rng.sample(range(population), k) for _ in range(count)]
+    bits = population.bit_length()
+    copy = random.Random()
+    copy.setstate(rng.getstate())
+    drawn = 0  # outputs drawn from the copy
+    kept = np.zeros(0, dtype=np.int64)  # the in-range values, in draw order ...
+    output = np.zeros(0, dtype=np.int64)  # ... and the output each is
+
+    def draw(n_values: int) -> None:  # about population / 2^b of the outputs are in range
+        nonlocal drawn, kept, output
+        n = 64 + n_values * (1 << bits) * 9 // (8 * population)
+        words = random_words(copy, n, bits)
+        ok = np.flatnonzero(words < population)
+        kept, output = np.concatenate([kept, words[ok]]), np.concatenate([output, ok + drawn])
+        drawn += n
+
+    samples: list[list[int]] = []
+    at = 0  # the next value of kept
+    while len(samples) < count:
+        rows = min(count - len(samples), (len(kept) - at) // k) if k else count
+        if k and not rows:
+            draw((count - len(samples)) * k)
+            continue
+        block = kept[at : at + rows * k].reshape(rows, k)
+        ordered = np.sort(block, axis=1)
+        repeats = np.flatnonzero((ordered[:, 1:] == ordered[:, :-1]).any(axis=1))
+        good = int(repeats[0]) if len(repeats) else rows
+        samples += block[:good].tolist()
+        at += good * k
+        if good < rows:  # this sample repeats a value: redraw it as sample does
+            picks: list[int] = []
+            while len(picks) < k:
+                if at == len(kept):
+                    draw(k)
+                value = int(kept[at])
+                at += 1
+                if value not in picks:
+                    picks.append(value)
+            samples.append(picks)
+    if at:  # one output per draw used, as sample took them
+        rng.getrandbits(32 * (int(output[at - 1]) + 1))
+    return samples
+
+
+def _sample_set_size(k: int) -> int:
+    """``random.sample``'s threshold: a population above it is sampled by redrawing repeats
+    (CPython's ``setsize``), the only path ``random_samples`` reproduces."""
+    return 21 + (4 ** math.ceil(math.log(k * 3, 4)) if k > 5 else 0)
 
 
 def _rows(columns: list[np.ndarray], length: np.ndarray) -> np.ndarray:
