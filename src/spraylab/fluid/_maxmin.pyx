@@ -11,25 +11,38 @@ counting sort. Both kernels pass the same oracle tests and every solve's certifi
 differ only in float rounding (the order in which frozen flows' loads are summed), so the
 engine names the kernel it used in its summary.
 
-The lowest link comes from a tournament tree over the links (each node holds the lower of its
-two children's links, the lower link on a tie): a step replays only the matches above the
-links it touched, once each. When flows cross many links (``POOL_MIN_ENTRIES`` or more per
-flow: sprayed flows) a step touches hundreds of links far above the next saturation, and
-replaying them cost half the solve; the tree then ranks only a *pool*, the links at or below a
-bound (refilled with the ``POOL`` next-lowest by a selection when its lowest link is above
-the bound), and a touched link outside it costs nothing. Every link outside is above the
-bound, so the pool's lowest link at or below the bound is the lowest of all, the lower link
-on a tie: the same link the whole tree gives, step for step (1024-host spray_rr permutation:
-0.61 -> 0.48 ms per solve, the same rates to the bit). The numba kernel this replaces used a heap of (level, link) when
-flows cross few links and a scan of all links when they cross many; the tree beats the heap
-2.7x on ECMP re-solves and the scan 1.7x on sprayed ones (1024-host permutations). All three
-take the links in the same order (lowest level, then lowest link), and every floating-point
-operation is the numba kernel's, in its order, compiled without contraction (-ffp-contract=off:
-no fused multiply-add), so the rates are the numba kernel's to the bit.
+The lowest link comes from a tournament tree over the links: each node holds its winner's level
+and link (the lower level, the lower link on a tie), so a match reads its children, not their
+links' levels, and a node has four children, one cache line (the binary tree's winners with
+every other level stored: half the levels to replay). When a link's level changes, the matches
+above it are replayed up to the first whose winner stays the same, to the bit. When flows cross
+many links (``POOL_MIN_ENTRIES`` or more per flow: sprayed flows) a step touches hundreds of
+links far above the next saturation, and replaying them cost half the solve; the tree then
+ranks only a *pool*, the links at or below a bound (refilled with the ``POOL`` next-lowest,
+selected by a heap from a list of the links outside, when its lowest link is above the bound),
+and a touched link outside it costs nothing. Every link outside is above the bound, so the
+pool's lowest link at or below the bound is the lowest of all, the lower link on a tie: the
+same link the whole tree gives, step for step (1024-host spray_rr permutation: 0.61 -> 0.48 ms
+per solve, the same rates to the bit). The numba kernel this replaces used a heap of (level,
+link) when flows cross few links and a scan of all links when they cross many; the tree beats
+the heap 2.7x on ECMP re-solves and the scan 1.7x on sprayed ones (1024-host permutations). All
+three take the links in the same order (lowest level, then lowest link), and every
+floating-point operation is the numba kernel's, in its order, compiled without contraction
+(-ffp-contract=off: no fused multiply-add), so the rates are the numba kernel's to the bit.
+
+The kernel is bound by memory latency (freezing a flow updates every link it crosses, at
+scattered addresses), so its data is laid out for few cache lines: a link's state during a
+solve is one 32-byte record (:class:`LinkState`: one line per entry where separate arrays took
+four), the entries' links and the transpose's flows are 32-bit, and the scratch block is kept
+from one call to the next (no fresh pages to fault in, the tree's padding played already).
+The 4-ary tree with its early stop, the smaller pool with its list and heap, the records and
+the kept block took the ACK loops of 1024-host runs (``solve_acks_compiled``, the calls
+replayed) from 0.21 to 0.15 s (spray_rr, 173 calls) and 0.13 to 0.10 s (ECMP, 263 calls).
 """
 
 from libc.math cimport INFINITY, fabs, isfinite
 from libc.stdlib cimport free, malloc
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -37,36 +50,63 @@ __all__ = ["solve_compiled", "solve_acks_compiled"]
 
 ctypedef long long i64
 
-# The pool (module doc): refilled with the POOL + 1 lowest links outside it (the numpy solver's
-# pool size, fluid/solver.py; 64-2048 measured on the 1024-host spray_rr permutation, 256 the
-# fastest), used when the flows average POOL_MIN_ENTRIES entries or more (spray_rr's 16 paths
-# give about 44; ECMP's 1-6 run 1.7x slower with the pool: every link saturates or empties
-# within a few steps, so the refills' scans cost more than the replays they save).
-cdef i64 POOL = 256
+# The pool (module doc): refilled with the POOL + 1 lowest links outside it (16-1024 measured
+# on the 1024-host spray_rr ACK loop: 48-64 the fastest, 128 5% and 256 10% slower; 256, the
+# numpy solver's size, was the fastest with a tree replaying every touched link's matches and a
+# partitioning selection), used when the flows average POOL_MIN_ENTRIES entries or more
+# (spray_rr's 16 paths give about 44; ECMP's 1-6 run slower with the pool: every link saturates
+# or empties within a few steps, so the refills' scans cost more than the replays they save).
+cdef i64 POOL = 64
 POOL_MIN_ENTRIES = 16
 cdef i64 _POOL_MIN_ENTRIES = POOL_MIN_ENTRIES
 
 
+ctypedef int i32
+
+# A refill moving more than 1 / REBUILD_RATIO of the links into the pool replays the whole tree
+# once rather than each link's matches (the last refill of a run, with every link left)
+cdef i64 REBUILD_RATIO = 8
+
+
+cdef struct LinkState:
+    # a link's state during a solve, in one 32-byte record: freezing a flow updates load,
+    # slope, users and stamp of each link it crosses, one cache line per entry (the kernel is
+    # bound by the latency of these scattered accesses, not by arithmetic)
+    double load  # the frozen flows' load
+    double slope  # the unfrozen flows' sum of coefficient x weight
+    double fill  # the level at which the link saturates (inf if it cannot)
+    i32 users  # unfrozen flows (a flow crosses a link once)
+    i32 stamp  # the step that last touched the link
+
+
+cdef struct Node:
+    # a tournament-tree node: its winner's level and link, so a match reads its children
+    # (four, adjacent: one cache line) instead of looking their levels up by link
+    double key
+    i64 link
+
+
 cdef struct Scratch:
-    i64 n_leaves
+    size_t size  # the block's bytes
+    i64 n_links
+    bint padded  # the block's tree holds _tree_pad's for n_links already
+    i64 n_leaves  # the tree's leaves (a power of four): the links, then padding at inf
     i64* link_ptr  # where each link's flows start in link_flows
-    i64* link_flows  # the link -> flows transpose
-    i64* users  # unfrozen flows per link (a flow crosses a link once)
-    i64* users0  # every flow unfrozen
-    i64* cursor
-    i64* touched  # links whose level this step moves, once each
-    i64* stamp  # the step that last touched a link
-    i64* tree  # the tournament tree: node i's winner; leaves at n_leaves + link
-    i64* nodes  # the tree nodes a step replays
-    i64* mark  # the step that last queued a tree node
-    double* slope
-    double* slope0  # every flow unfrozen
-    double* load
-    double* fill
-    double* key  # what the tree ranks: a link's fill level in the pool, inf outside it
+    i32* link_flows  # the link -> flows transpose
+    i32* entry_link  # the problem's link of every entry, as i32 (half the bytes to stream)
+    double* slope0  # every link's slope with every flow unfrozen
+    double* rate  # solve_acks_compiled's: a solve's rates
+    double* data_cap  # and its capacities
+    double* ack_load[2]  # and the ACK load of its solves, alternately
+    i32* users0  # every link's flows
+    LinkState* links
+    i32* touched  # links whose level this step moves, once each
+    Node* tree  # the tournament tree: the root at tree[0], node i's children at 4 i + 1..4
+    Node* leaves  # its leaves, in link order: where the tree's last level starts
     double* spare  # the levels a pool refill selects from
     char* frozen
     char* pooled
+    i32* outside  # links outside the pool that may still saturate (see _pool_refill)
 
 
 def solve_compiled(problem, capacity):
@@ -100,15 +140,13 @@ def _fill(
     cdef i64 nnz = link.shape[0]
     cdef Scratch s
     cdef char* block = _scratch(&s, n, n_links, nnz)
-    if block == NULL:
-        raise MemoryError()
     cdef const i64* p_link = _i(link)
     cdef const double* p_coef = _d(coef)
     cdef const double* p_weight = _d(weight)
     with nogil:
         _transpose(&ptr[0], p_link, p_coef, p_weight, n, n_links, nnz, &s)
-        _run(&ptr[0], p_link, p_coef, p_weight, _d(cap), _dw(rate), n, n_links, nnz, &s)
-    free(block)
+        _run(&ptr[0], p_coef, p_weight, _d(cap), _dw(rate), n, n_links, nnz, &s)
+    _release(&s, block)
 
 
 def solve_acks_compiled(problem, acks, capacity, ack_load, double atol, int max_iterations, int stall_iterations):
@@ -126,35 +164,36 @@ def solve_acks_compiled(problem, acks, capacity, ack_load, double atol, int max_
     cdef const i64[::1] a_link = np.ascontiguousarray(acks.link, dtype=np.int64)
     cdef const double[::1] a_coef = np.ascontiguousarray(acks.coef, dtype=np.float64)
     cdef const double[::1] cap = np.ascontiguousarray(capacity, dtype=np.float64)
+    cdef const double[::1] ack_load0 = np.ascontiguousarray(ack_load, dtype=np.float64)
     cdef i64 n = ptr.shape[0] - 1
     cdef i64 n_links = cap.shape[0]
     cdef i64 nnz = link.shape[0]
     cdef i64 lk, f, e, since_best = 0
-    cdef int it
+    cdef int it, n_solved = 0
     cdef double v, d, change, best = INFINITY, sent
     cdef bint done = False, ok = False
-    load_a = np.array(ack_load, dtype=np.float64)  # a copy: the starting load is the caller's
-    cdef double[::1] load = load_a
-    rates_a = data_cap_a = new_a = None
-    cdef double[::1] rate, data_cap, new
     cdef Scratch s
     cdef char* block = _scratch(&s, n, n_links, nnz)
-    if block == NULL:
-        raise MemoryError()
+    # the solves work in the scratch block (warm in cache: fresh arrays each solve cost their
+    # first touch); the last one's rates, data capacity and ACK load are copied out
+    cdef const double* load = _d(ack_load0)  # read only: the caller's
+    cdef double* new = NULL
+    cdef double* data_cap = s.data_cap
+    cdef double* rate = s.rate
     cdef const i64* p_link = _i(link)
     cdef const double* p_coef = _d(coef)
     cdef const double* p_weight = _d(weight)
     try:
         with nogil:
             _transpose(&ptr[0], p_link, p_coef, p_weight, n, n_links, nnz, &s)
-        for it in range(max_iterations):
-            rates_a, data_cap_a, new_a = np.empty(n), np.empty(n_links), np.zeros(n_links)
-            rate, data_cap, new = rates_a, data_cap_a, new_a
-            with nogil:
+            for it in range(max_iterations):
+                n_solved += 1
+                new = s.ack_load[it % 2]  # never load's: that is the other or the caller's
                 for lk in range(n_links):
                     v = cap[lk] - load[lk]
                     data_cap[lk] = v if (v >= 0.0 or v != v) else 0.0  # np.maximum(v, 0.0)
-                _run(&ptr[0], p_link, p_coef, p_weight, _dw(data_cap), _dw(rate), n, n_links, nnz, &s)
+                _run(&ptr[0], p_coef, p_weight, data_cap, rate, n, n_links, nnz, &s)
+                memset(new, 0, n_links * sizeof(double))
                 for f in range(a_ptr.shape[0] - 1):  # the ACK load, as _sparse.link_sums
                     sent = rate[f] if isfinite(rate[f]) else 0.0
                     for e in range(a_ptr[f], a_ptr[f + 1]):
@@ -172,18 +211,28 @@ def solve_acks_compiled(problem, acks, capacity, ack_load, double atol, int max_
                             ok = False
                             break
                     done = True
-            if done:
-                break
-            if change < best:
-                best, since_best = change, 0
-            else:
-                since_best += 1
-            if since_best >= stall_iterations:
-                break
-            load = new
+                    break
+                if change < best:
+                    best, since_best = change, 0
+                else:
+                    since_best += 1
+                if since_best >= stall_iterations:
+                    break
+                load = new
+        if n_solved == 0:
+            return None, None, None, ok
+        rates_a, data_cap_a, new_a = np.empty(n), np.empty(n_links), np.empty(n_links)
+        _copy(rates_a, rate, n)
+        _copy(data_cap_a, data_cap, n_links)
+        _copy(new_a, new, n_links)
     finally:
-        free(block)
+        _release(&s, block)
     return rates_a, data_cap_a, new_a, ok
+
+
+cdef void _copy(double[::1] to, const double* a, i64 m) noexcept:
+    if m:
+        memcpy(&to[0], a, m * sizeof(double))
 
 
 cdef inline const i64* _i(const i64[::1] a) noexcept nogil:
@@ -198,221 +247,313 @@ cdef inline double* _dw(double[::1] a) noexcept nogil:
     return &a[0] if a.shape[0] else NULL
 
 
-cdef char* _scratch(Scratch* s, i64 n, i64 n_links, i64 nnz) noexcept:
-    """One block for a solve's scratch arrays (``free`` it), 8-byte words first, then the
-    flags; NULL if out of memory."""
-    cdef i64 n_leaves = 1  # the tree's leaves: the links, padded to a power of two
+# The scratch block of the last solve, kept for the next (``_scratch``): the engine solves
+# thousands of problems over the same links, and a fresh block costs its pages' first-touch
+# faults (malloc maps one this size anew) and a replay of its tree's padding every call.
+cdef char* _kept = NULL
+cdef size_t _kept_size = 0
+# a block larger than this (a solve of millions of entries) is freed, not kept for the
+# process's life: its first touch costs little beside such a solve
+cdef size_t KEEP_MAX_BYTES = 64 << 20
+cdef i64 _kept_links = -1  # the links its tree's padding was played for
+
+
+cdef char* _scratch(Scratch* s, i64 n, i64 n_links, i64 nnz) except NULL:
+    """One block for a solve's scratch arrays (give it back with :func:`_release`), the tree
+    first, then the widest records. Called with the GIL held, as ``_release``: the kept block
+    is never shared."""
+    global _kept
+    if n >= 1 << 31 or n_links >= 1 << 31:
+        raise OverflowError("flows and links are numbered in 32 bits")
+    cdef i64 n_leaves = 1
     while n_leaves < n_links:
-        n_leaves *= 2
-    cdef size_t n_words = 6 * (n_links + 1) + nnz + 4 * n_leaves + 4 * n_links + 2 * n_leaves
-    cdef char* block = <char*> malloc(n_words * 8 + n + n_links + 1)
-    if block == NULL:
-        return NULL
+        n_leaves *= 4
+    cdef i64 n_inner = (n_leaves - 1) // 3  # the nodes above the leaves
+    cdef size_t size = (
+        64 + (n_inner + n_leaves) * sizeof(Node) + n_links * sizeof(LinkState)
+        + (n_links + 1) * sizeof(i64) + (5 * n_links + n) * sizeof(double)
+        + (2 * nnz + 3 * n_links) * sizeof(i32) + n + n_links + 1
+    )
+    cdef char* block
+    if _kept != NULL and _kept_size >= size:
+        block, _kept = _kept, NULL
+        s.size = _kept_size
+        s.padded = _kept_links == n_links
+    else:
+        block = <char*> malloc(size)
+        if block == NULL:
+            raise MemoryError()
+        s.size = size
+        s.padded = False
+    s.n_links = n_links
     s.n_leaves = n_leaves
-    s.link_ptr = <i64*> block
-    s.users = s.link_ptr + (n_links + 1)
-    s.users0 = s.users + (n_links + 1)
-    s.cursor = s.users0 + (n_links + 1)
-    s.touched = s.cursor + (n_links + 1)
-    s.stamp = s.touched + (n_links + 1)
-    s.link_flows = s.stamp + (n_links + 1)
-    s.tree = s.link_flows + nnz
-    s.nodes = s.tree + 2 * n_leaves
-    s.mark = s.nodes + n_leaves
-    s.slope = <double*> (s.mark + n_leaves)
-    s.slope0 = s.slope + n_links
-    s.load = s.slope0 + n_links
-    s.fill = s.load + n_links  # n_leaves long: the padding leaves stay at inf
-    s.key = s.fill + n_leaves  # n_leaves long, as fill
-    s.spare = s.key + n_leaves
-    s.frozen = <char*> (s.spare + n_links)
+    # every node's four children in one 64-byte line: tree[1] on a line's start (the tree
+    # starts the block, so the padding a kept block's tree holds is where this solve looks)
+    s.tree = <Node*> (block + (-(<size_t> block + sizeof(Node))) % 64)
+    s.leaves = s.tree + n_inner
+    s.links = <LinkState*> (s.leaves + n_leaves)
+    s.link_ptr = <i64*> (s.links + n_links)
+    s.spare = <double*> (s.link_ptr + n_links + 1)
+    s.slope0 = s.spare + n_links
+    s.data_cap = s.slope0 + n_links
+    s.ack_load[0] = s.data_cap + n_links
+    s.ack_load[1] = s.ack_load[0] + n_links
+    s.rate = s.ack_load[1] + n_links
+    s.link_flows = <i32*> (s.rate + n)
+    s.entry_link = s.link_flows + nnz
+    s.touched = s.entry_link + nnz
+    s.outside = s.touched + n_links
+    s.users0 = s.outside + n_links
+    s.frozen = <char*> (s.users0 + n_links)
     s.pooled = s.frozen + n
     return block
 
 
-cdef inline i64 _winner(const double* fill, i64 left, i64 right) noexcept nogil:
-    # the lower level, the lower link on a tie (every link under ``left`` is below ``right``'s)
-    return right if fill[right] < fill[left] else left
+cdef void _release(Scratch* s, char* block) noexcept:
+    """Keep ``block`` for the next solve (the larger of it and the one kept, up to
+    ``KEEP_MAX_BYTES``), or free it."""
+    global _kept, _kept_size, _kept_links
+    if s.size <= KEEP_MAX_BYTES and (_kept == NULL or _kept_size < s.size):
+        free(_kept)
+        _kept, _kept_size, _kept_links = block, s.size, s.n_links
+    else:
+        free(block)
 
 
-cdef void _tree_build(i64* tree, i64* mark, const double* fill, i64 n_leaves) noexcept nogil:
+cdef inline void _tree_set(Node* tree, Node* leaves, i64 lk, double key) noexcept nogil:
+    """Set link ``lk``'s key and replay the matches above it, up to the first whose winner
+    (link and level, to the bit) does not change: every match above that one is unchanged too.
+    The tree stays the function of its keys it was built as, whatever order the keys change in,
+    so replaying each changed link alone gives the same tree as replaying them together."""
+    cdef Node* leaf = &leaves[lk]
+    cdef Node* win
     cdef i64 node
-    for node in range(n_leaves):
-        tree[n_leaves + node] = node
-        mark[node] = -1
-    for node in range(n_leaves - 1, 0, -1):
-        tree[node] = _winner(fill, tree[2 * node], tree[2 * node + 1])
+    if _same(leaf.key, key):
+        return
+    leaf.key = key
+    node = leaf - tree
+    while node:
+        node = (node - 1) >> 2
+        win = _winner4(&tree[4 * node + 1])
+        if win.link == tree[node].link and _same(win.key, tree[node].key):
+            return
+        tree[node] = win[0]
 
 
-cdef void _tree_replay(
-    i64* tree, const double* fill, i64 n_leaves, const i64* changed, i64 n_changed,
-    i64* nodes, i64* mark, i64 step,
-) noexcept nogil:
-    """Replay the matches above the ``changed`` leaves, level by level, each node once (the
-    links a step touches share most of their ancestors)."""
-    cdef i64 m = 0
-    cdef i64 k, node, parent, m_next
-    for k in range(n_changed):
-        node = (n_leaves + changed[k]) >> 1
-        if node and mark[node] != step:
-            mark[node] = step
-            nodes[m] = node
-            m += 1
-    while m:  # the nodes of one level, then their parents
-        m_next = 0
-        for k in range(m):  # nodes[m_next] is never ahead of nodes[k]: rewritten in place
-            node = nodes[k]
-            tree[node] = _winner(fill, tree[2 * node], tree[2 * node + 1])
-            parent = node >> 1
-            if parent and mark[parent] != step:
-                mark[parent] = step
-                nodes[m_next] = parent
-                m_next += 1
-        m = m_next
+cdef inline Node* _winner4(Node* c) noexcept nogil:
+    """The winner of four adjacent nodes, as the two rounds of a binary tree over them: the
+    lower level, the lower link on a tie (every link under a node is below its right
+    neighbour's). A binary tree's winner is the same whichever levels of it are stored: every
+    other one here, for half the levels to replay."""
+    cdef Node* a = c + 1 if c[1].key < c[0].key else c
+    cdef Node* b = c + 3 if c[3].key < c[2].key else c + 2
+    return b if b.key < a.key else a
+
+
+cdef union Bits:
+    double d
+    unsigned long long u
+
+
+cdef inline bint _same(double a, double b) noexcept nogil:
+    # the same bits (a nan key is one too): a tree node whose winner is unchanged stops a replay
+    cdef Bits x, y
+    x.d = a
+    y.d = b
+    return x.u == y.u
+
+
+cdef void _tree_build(Node* tree, Node* leaves, i64 n_links) noexcept nogil:
+    """Play every match above the links' leaves, their keys set (the matches above padding
+    alone, played once by :func:`_tree_pad`, never change)."""
+    cdef i64 node, first = leaves - tree, n_live = n_links  # a level's first node, live nodes
+    while first:
+        first = (first - 1) >> 2
+        n_live = (n_live + 3) >> 2
+        for node in range(first, first + n_live):
+            tree[node] = _winner4(&tree[4 * node + 1])[0]
+
+
+cdef void _tree_pad(Node* tree, Node* leaves, i64 n_leaves) noexcept nogil:
+    """Every leaf its link, at inf, and every match played: what a solve's tree starts from."""
+    cdef i64 lk
+    for lk in range(n_leaves):
+        leaves[lk].link = lk
+        leaves[lk].key = INFINITY
+    _tree_build(tree, leaves, n_leaves)
 
 
 cdef double _pool_refill(
-    const double* fill, double* key, char* pooled, double* spare, i64* added, i64* n_added,
-    i64 n_links,
+    LinkState* links, i64 n_links, Node* tree, Node* leaves, char* pooled, i32* outside,
+    i64* n_outside, double* spare, i32* added,
 ) noexcept nogil:
     """Move the POOL + 1 lowest links outside the pool (and any tied with the last) into it,
-    listing them in ``added``, and return the new bound: the highest level moved in (inf when
-    that is every link left). Every link left outside is above it."""
-    cdef i64 lk, m = 0
-    for lk in range(n_links):
-        if not pooled[lk] and fill[lk] < INFINITY:
-            spare[m] = fill[lk]
+    ranking them in the tree, and return the new bound: the highest level moved in (inf when
+    that is every link left). Every link left outside is above it.
+
+    ``outside`` lists (ascending) the links outside the pool that may still saturate: it
+    drops those pooled since (their level fell to the bound) and those with no unfrozen flow
+    left (their level is inf for good: pooling one would not change the tree)."""
+    cdef i64 i, lk, m = 0, kept = 0
+    for i in range(n_outside[0]):
+        lk = outside[i]
+        if pooled[lk] or links[lk].users == 0:
+            continue
+        outside[kept] = <i32> lk
+        kept += 1
+        if links[lk].fill < INFINITY:
+            spare[m] = links[lk].fill
             m += 1
     cdef double bound = INFINITY
     if m > POOL:
-        bound = _select(spare, m, POOL)
+        bound = _kth_lowest(spare, m, POOL)
     m = 0
-    for lk in range(n_links):
-        if not pooled[lk] and not fill[lk] > bound:  # a nan level goes in: never left behind
+    n_outside[0], kept = kept, 0
+    for i in range(n_outside[0]):
+        lk = outside[i]
+        if not links[lk].fill > bound:  # a nan level goes in: never left behind
             pooled[lk] = 1
-            key[lk] = fill[lk]
-            added[m] = lk
+            added[m] = <i32> lk
             m += 1
-    n_added[0] = m
+        else:
+            outside[kept] = <i32> lk
+            kept += 1
+    n_outside[0] = kept
+    if m * REBUILD_RATIO > n_links:  # many links: set their keys, replay every match once
+        for i in range(m):
+            leaves[added[i]].key = links[added[i]].fill
+        _tree_build(tree, leaves, n_links)
+    else:
+        for i in range(m):
+            _tree_set(tree, leaves, added[i], links[added[i]].fill)
     return bound
 
 
-cdef double _select(double* a, i64 m, i64 k) noexcept nogil:
-    """The ``k``-th lowest of ``a[:m]`` (from 0; reorders ``a``): Hoare's selection."""
-    cdef i64 lo = 0, hi = m - 1, i, j
-    cdef double pivot, t
-    while lo < hi:
-        pivot = a[lo + (hi - lo) // 2]
-        i, j = lo, hi
-        while i <= j:
-            while a[i] < pivot:
-                i += 1
-            while a[j] > pivot:
-                j -= 1
-            if i <= j:
-                t = a[i]
-                a[i] = a[j]
-                a[j] = t
-                i += 1
-                j -= 1
-        if k <= j:
-            hi = j
-        elif k >= i:
-            lo = i
-        else:
+cdef double _kth_lowest(double* a, i64 m, i64 k) noexcept nogil:
+    """The ``k``-th lowest of ``a[:m]`` (from 0, ``k < m``; no nan; reorders ``a``): a
+    max-heap of the ``k + 1`` lowest seen in ``a[:k + 1]``, which a later value enters only if
+    below its top. One pass of mostly predictable compares (a partitioning selection's
+    mispredicted its way through ``a`` two or three times)."""
+    cdef i64 i
+    for i in range((k + 1) // 2 - 1, -1, -1):
+        _sift_down(a, k + 1, i, a[i])
+    for i in range(k + 1, m):
+        if a[i] < a[0]:
+            _sift_down(a, k + 1, 0, a[i])
+    return a[0]
+
+
+cdef inline void _sift_down(double* heap, i64 size, i64 node, double v) noexcept nogil:
+    """Put ``v`` at ``node`` of the max-heap ``heap[:size]`` and sift it down."""
+    cdef i64 child
+    while True:
+        child = 2 * node + 1
+        if child >= size:
             break
-    return a[k]
+        if child + 1 < size and heap[child + 1] > heap[child]:
+            child += 1
+        if not heap[child] > v:
+            break
+        heap[node] = heap[child]
+        node = child
+    heap[node] = v
 
 
 cdef void _transpose(
     const i64* ptr, const i64* link, const double* coef, const double* weight,
     i64 n, i64 n_links, i64 nnz, Scratch* s,
 ) noexcept nogil:
-    """What a solve needs of the problem alone, whatever the capacities: the link -> flows
-    transpose, and every link's flows and slope (sum of coefficient x weight) before any is
-    frozen."""
+    """What a solve needs of the problem alone, whatever the capacities: the entries' links as
+    i32, the link -> flows transpose, every link's flows and slope (sum of coefficient x
+    weight) before any is frozen, and the tree's padding (unless the kept block has it)."""
     cdef i64* link_ptr = s.link_ptr
-    cdef i64* cursor = s.cursor
+    cdef i32* entry_link = s.entry_link
+    cdef double* slope0 = s.slope0
     cdef i64 e, f, lk
-    # by a counting sort (flows in entry order within a link)
+    cdef i32 l
+    cdef double w
     for lk in range(n_links + 1):
         link_ptr[lk] = 0
-    for e in range(nnz):
-        link_ptr[link[e] + 1] += 1
     for lk in range(n_links):
-        s.users0[lk] = link_ptr[lk + 1]
+        slope0[lk] = 0.0
+    for f in range(n):
+        w = weight[f]
+        for e in range(ptr[f], ptr[f + 1]):
+            l = <i32> link[e]
+            entry_link[e] = l
+            link_ptr[l + 1] += 1
+            slope0[l] += coef[e] * w
     for lk in range(n_links):
+        s.users0[lk] = <i32> link_ptr[lk + 1]
         link_ptr[lk + 1] += link_ptr[lk]
-    for lk in range(n_links):
-        cursor[lk] = link_ptr[lk]
+    # the transpose by a counting sort (flows in entry order within a link), link_ptr[lk]
+    # serving as link lk's cursor, then shifted back
     for f in range(n):
         for e in range(ptr[f], ptr[f + 1]):
-            s.link_flows[cursor[link[e]]] = f
-            cursor[link[e]] += 1
-    for lk in range(n_links):
-        s.slope0[lk] = 0.0
-    for f in range(n):
-        for e in range(ptr[f], ptr[f + 1]):
-            s.slope0[link[e]] += coef[e] * weight[f]
+            l = entry_link[e]
+            s.link_flows[link_ptr[l]] = <i32> f
+            link_ptr[l] += 1
+    for lk in range(n_links, 0, -1):
+        link_ptr[lk] = link_ptr[lk - 1]
+    link_ptr[0] = 0
+    if not s.padded:  # (a solve sets the links' leaves, never the padding's)
+        _tree_pad(s.tree, s.leaves, s.n_leaves)
+        s.padded = True
 
 
 cdef void _run(
-    const i64* ptr, const i64* link, const double* coef, const double* weight, const double* cap,
+    const i64* ptr, const double* coef, const double* weight, const double* cap,
     double* rate, i64 n, i64 n_links, i64 nnz, Scratch* s,
 ) noexcept nogil:
     """Progressive filling on capacities ``cap`` (after :func:`_transpose` of the problem)."""
-    cdef i64 n_leaves = s.n_leaves
-    cdef i64* link_ptr = s.link_ptr
-    cdef i64* link_flows = s.link_flows
-    cdef i64* users = s.users
-    cdef i64* touched = s.touched
-    cdef i64* stamp = s.stamp
-    cdef i64* tree = s.tree
-    cdef double* slope = s.slope
-    cdef double* load = s.load
-    cdef double* fill = s.fill
+    cdef const i64* link_ptr = s.link_ptr
+    cdef const i32* link_flows = s.link_flows
+    cdef const i32* entry_link = s.entry_link
+    cdef LinkState* links = s.links
+    cdef i32* touched = s.touched
+    cdef Node* tree = s.tree
+    cdef Node* leaves = s.leaves
     cdef char* frozen = s.frozen
-    cdef double* key = s.key
     cdef char* pooled = s.pooled
-    cdef i64 e, f, lk, j, t, other, step, n_touched, n_changed
-    cdef double level, r, v, bound
+    cdef LinkState* o
+    cdef i64 e, f, lk, j, t, other, n_touched, n_outside = 0
+    cdef i32 step
+    cdef double level, r, v, w, c, bound
     for f in range(n):
         frozen[f] = 0
         if ptr[f + 1] == ptr[f]:
             rate[f] = INFINITY  # crosses no link
             frozen[f] = 1
-    for lk in range(n_links):
-        users[lk] = s.users0[lk]
-        slope[lk] = s.slope0[lk]
-        load[lk] = 0.0
-    for lk in range(n_links):
-        fill[lk] = cap[lk] / slope[lk] if users[lk] > 0 else INFINITY
-        stamp[lk] = -1
-    for lk in range(n_links, n_leaves):
-        fill[lk] = INFINITY
-    for lk in range(n_leaves):
-        key[lk] = INFINITY
-    if nnz >= _POOL_MIN_ENTRIES * n:
-        # the pool starts empty: every link is outside, above -inf, and it is refilled first
-        bound = -INFINITY
-        for lk in range(n_links):
-            pooled[lk] = 0
-    else:  # every link in the pool from the start: the tree ranks them all
-        bound = INFINITY
-        for lk in range(n_links):
-            pooled[lk] = 1
-            key[lk] = fill[lk]
-    _tree_build(tree, s.mark, key, n_leaves)
+    # with the pool, it starts empty: every link is outside, above -inf, and it is refilled
+    # first; without, every link is in it from the start: the tree ranks them all
+    cdef bint pool = nnz >= _POOL_MIN_ENTRIES * n
+    bound = -INFINITY if pool else INFINITY
+    memset(pooled, not pool, n_links)
+    for lk in range(n_links):  # (the padding leaves stay at inf: _tree_pad)
+        o = &links[lk]
+        o.load = 0.0
+        o.slope = s.slope0[lk]
+        o.users = s.users0[lk]
+        o.stamp = -1
+        o.fill = cap[lk] / o.slope if o.users > 0 else INFINITY
+        if not pool:
+            leaves[lk].key = o.fill
+        else:
+            leaves[lk].key = INFINITY
+            if o.users > 0:
+                s.outside[n_outside] = <i32> lk
+                n_outside += 1
+    _tree_build(tree, leaves, n_links)
     step = 0
     while True:
-        lk = tree[1]  # the lowest level in the pool, the lowest link on a tie
-        level = key[lk]
+        lk = tree[0].link  # the lowest level in the pool, the lowest link on a tie
+        level = tree[0].key
         if not level <= bound:  # a link outside the pool may be lower: refill it
             if bound == INFINITY:
                 break  # every link is in the pool and none can saturate
-            step += 1
-            bound = _pool_refill(fill, key, pooled, s.spare, touched, &n_touched, n_links)
-            _tree_replay(tree, key, n_leaves, touched, n_touched, s.nodes, s.mark, step)
+            bound = _pool_refill(
+                links, n_links, tree, leaves, pooled, s.outside, &n_outside, s.spare, touched
+            )
             continue
         if not level < INFINITY:
             break  # no link left that can saturate
@@ -423,37 +564,37 @@ cdef void _run(
             if frozen[f]:
                 continue
             frozen[f] = 1
-            r = weight[f] * level
+            w = weight[f]
+            r = w * level
             rate[f] = r
             for e in range(ptr[f], ptr[f + 1]):
-                other = link[e]
-                load[other] += coef[e] * r
-                slope[other] -= coef[e] * weight[f]
-                users[other] -= 1
-                if stamp[other] != step:
-                    stamp[other] = step
-                    touched[n_touched] = other
+                other = entry_link[e]
+                o = &links[other]
+                c = coef[e]
+                o.load += c * r
+                o.slope -= c * w
+                o.users -= 1
+                if o.stamp != step:
+                    o.stamp = step
+                    touched[n_touched] = <i32> other
                     n_touched += 1
-        fill[lk] = INFINITY
-        n_changed = 0
+        # lk is among them (the flows just frozen crossed it, and it was in the pool): no
+        # unfrozen flow left, its level goes to inf
         for t in range(n_touched):
             other = touched[t]
-            if users[other] == 0:
-                fill[other] = INFINITY
+            o = &links[other]
+            if o.users == 0:
+                o.fill = INFINITY
             else:
                 # never below the level just frozen: float error must not reorder saturations
                 # (max(v, level) as Python's: v unless level is larger)
-                v = (cap[other] - load[other]) / slope[other]
-                fill[other] = level if level > v else v
+                v = (cap[other] - o.load) / o.slope
+                o.fill = level if level > v else v
             # a link outside the pool stays out while it is above the bound (levels only rise,
             # up to float error): ranking it would cost a replay for nothing
-            if pooled[other] or not fill[other] > bound:
+            if pooled[other] or not o.fill > bound:
                 pooled[other] = 1
-                key[other] = fill[other]
-                touched[n_changed] = other  # rewritten in place: n_changed <= t
-                n_changed += 1
-        # lk is among them (the flows just frozen crossed it, and it was in the pool)
-        _tree_replay(tree, key, n_leaves, touched, n_changed, s.nodes, s.mark, step)
+                _tree_set(tree, leaves, other, o.fill)
     # A flow still unfrozen crosses only links of infinite capacity (a finite one would have
     # saturated under it): unconstrained, as a flow that crosses no link. The engine never
     # solves one (a dead link has infinite capacity, but a flow only on dead links delivers
