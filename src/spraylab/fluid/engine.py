@@ -411,13 +411,13 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
     sent = np.zeros(n)  # bytes each flow sent since its entries last went into tx
 
     def flush_tx() -> None:
-        """Put the bytes the last solve's flows sent onto their links (once per solve, not
-        per step: a step then costs the moving flows, not their entries)."""
-        moved = sent[rows]
-        tx[:] += _link_sums(sub, moved, len(tx))
+        """Put the bytes every flow sent onto its links: at a reroute (the new routes are not
+        the ones they took) and at the end. A flow's entries do not change in between, so one
+        sum over the table replaces one per solve (a step costs the moving flows alone)."""
+        tx[:] += _link_sums(routes.problem, sent, len(tx))
         if run.ack_ratio:
-            tx[:] += _link_sums(ack_sub, moved, len(tx))
-        sent[rows] = 0.0
+            tx[:] += _link_sums(routes.acks, sent, len(tx))
+        sent[:] = 0.0
 
     progress = np.zeros(n)  # bytes per ps that count towards completion
     send = np.zeros(n)  # bytes per ps sent
@@ -457,8 +457,6 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
     # solves a few hundred flows faster than the warm start's bookkeeping (MoE dispatches 1.6x
     # slower with it), so it solves every time.
     use_warm = run.warm and run.solver == "numpy"
-    rows = np.zeros(0, dtype=np.int64)  # the flows of the last solve
-    sub, ack_sub = _restricted(routes, rows)
 
     while True:
         # events due now are taken in first: a solve before them would be wasted, and with a
@@ -466,7 +464,6 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
         due_now = (arrivals and arrivals[0][0] <= now) or (cap_events and cap_events[0][0] <= now)
         if dirty and not due_now and now >= last_solve + run.quantum_ps:
             catch_up()
-            flush_tx()
             rows = np.flatnonzero(active & (routes.goodput > 0) & routes.reachable)
             key = (cap_version, rows.tobytes())
             sub, ack_sub = _restricted(routes, rows)
@@ -566,8 +563,6 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
                 tx = np.zeros(p.n_links)
                 tx[: routes.n_real] = real_tx
                 memo.clear()
-                # until the next solve, the last solve's flows as traced again
-                sub, ack_sub = _restricted(routes, rows)
                 warm.reset()
             routes.capacity(rate_bps, up)
             cap_version += 1
