@@ -4,7 +4,8 @@ flows being solved, summing rates onto links, and the max-min certificate.
 
 With the ACK reservation the engine solves at nearly every completion (about 170 times in a
 1024-host spray_rr permutation, two solves each), and between solves it restricts the table,
-sums the ACK load and the bytes moved onto the links, and certifies the rates. In numpy each of
+sums the ACK load onto the links, and certifies the rates (and at the end it sums the bytes
+each flow sent onto its links). In numpy each of
 those is a dozen calls over arrays of tens of thousands of entries; together they cost as much
 CPU as the solves themselves. These loops do the same arithmetic in the same order:
 
