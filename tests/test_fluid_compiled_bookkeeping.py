@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from spraylab.fluid._sparse import link_sums, restrict
 
 from spraylab.fluid import _maxmin
@@ -133,3 +135,78 @@ def test_kept_scratch_block_gives_the_fresh_solve_s_bits() -> None:
     again = bits()
     for a, b, c in zip(first, after_large, again):
         assert np.array_equal(a, b) and np.array_equal(a, c)
+
+
+def _bits(arrays: list[np.ndarray]) -> list[list[int]]:
+    return [np.asarray(a, dtype=float).view(np.int64).tolist() for a in arrays]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), slack=st.sampled_from([1.0, 3.0, 30.0]), odd=st.booleans())
+def test_links_that_cannot_saturate_are_left_out_without_changing_a_bit(
+    seed: int, slack: float, odd: bool
+) -> None:
+    """A solve leaves out the entries on links that no rate the flows can reach fills (module
+    doc of fluid/_maxmin.pyx): the rates are the full solve's to the bit, with and without the
+    ACK loop, whatever the capacities (some far above what their flows can send, ``slack``;
+    ``odd``: an infinite, a zero and a nan capacity, a zero coefficient, weights other than 1),
+    and a starting ACK load above anything the flows can send."""
+    rng = np.random.default_rng(seed)
+    n_links, n_flows, per_flow = 160, 50, 18
+    flows = _sprayed(rng, n_flows, n_links, per_flow)
+    coefs = [list(rng.choice([1 / 16, 2 / 16, 3 / 16, 0.5, 1.0], size=per_flow)) for _ in range(n_flows)]
+    weights = list(rng.choice([0.5, 1.0, 2.0], size=n_flows)) if odd else None
+    if odd:
+        coefs[0][3] = 0.0
+    problem = problem_from_lists(flows, n_links, coefs, weights)
+    caps = rng.choice([1.0, 2.0, 4.0], size=n_links) * rng.choice([1.0, slack], size=n_links)
+    if odd:
+        caps[[5, 6, 7]] = [np.inf, 0.0, np.nan]
+    got = _maxmin.solve_compiled(problem, caps)
+    want = _maxmin.solve_compiled(problem, caps, prune=False)
+    assert _bits([got]) == _bits([want])
+    back = problem_from_lists(_sprayed(rng, n_flows, n_links, per_flow), n_links)
+    ratio = rng.uniform(0.01, 0.05, size=n_flows)
+    acks = Problem(back.ptr, back.link, back.coef * ratio[back.entry_flow], back.weight, n_links)
+    # a starting load far above anything these flows' ACKs put on half the links (the rates of
+    # the solve before a capacity fell): its first solve has a tenth of their capacity for data
+    start = rng.choice([0.0, 0.9], size=n_links) * np.where(np.isfinite(caps), caps, 1.0)
+    got_acks = _maxmin.solve_acks_compiled(problem, acks, caps, start, 1e-9, 50, 4)
+    want_acks = _maxmin.solve_acks_compiled(problem, acks, caps, start, 1e-9, 50, 4, prune=False)
+    assert got_acks[3] == want_acks[3]
+    assert _bits(list(got_acks[:3])) == _bits(list(want_acks[:3]))
+
+
+def test_pruning_leaves_out_the_links_that_cannot_saturate() -> None:
+    """Flows on 16+ links (sprayed) over capacities with room to spare: most entries are left
+    out (so the test above compares solves that differ), and none where every link is the
+    flows' only one (each flow's tightest link always stays)."""
+    rng = np.random.default_rng(5)
+    problem = problem_from_lists(_sprayed(rng, 50, 160, 18), 160)
+    roomy = rng.choice([1.0, 30.0], size=160)
+    assert _maxmin.entries_kept(problem, roomy) < 0.8 * len(problem.link)
+    assert _maxmin.entries_kept(problem, np.ones(160)) == len(problem.link)  # every link can fill
+    single = problem_from_lists([[i] for i in range(20)], 20)
+    assert _maxmin.entries_kept(single, np.full(20, 5.0)) == 20
+
+
+def test_a_link_the_acks_can_fill_is_kept() -> None:
+    """Two flows of 0.97 (their own links) fill a shared link of 1.0 to 0.97: it cannot
+    saturate by data alone, but their ACKs (5% of their rate each, on the same link) leave 0.903
+    of it to data in the ACK loop's second solve, where it becomes their bottleneck. So it is
+    kept when the ACKs are known, and the loop's rates are the unpruned loop's, at the fixed
+    point r + 0.1 r = 1 (fluid/acks.py): 1 / 1.1. (Each flow
+    also crosses 16 links of 100, which makes it a sprayed flow, the case pruning is for.)"""
+    roomy = [list(range(3 + 16 * i, 19 + 16 * i)) for i in range(2)]
+    problem = problem_from_lists(
+        [[0, 1, *roomy[0]], [0, 2, *roomy[1]]], 35, coefs=[[0.5] + [1.0] * 17, [0.5] + [1.0] * 17]
+    )
+    acks = problem_from_lists([[0], [0]], 35, coefs=[[0.05], [0.05]])
+    caps = np.array([1.0, 0.97, 0.97] + [100.0] * 32)
+    start = np.zeros(35)
+    assert _maxmin.entries_kept(problem, caps) == 2  # by data alone: the flows' own links
+    assert _maxmin.entries_kept(problem, caps, acks, start) == 4  # and the shared one
+    got = _maxmin.solve_acks_compiled(problem, acks, caps, start, 1e-12, 50, 4)
+    want = _maxmin.solve_acks_compiled(problem, acks, caps, start, 1e-12, 50, 4, prune=False)
+    assert got[3] and _bits(list(got[:3])) == _bits(list(want[:3]))
+    np.testing.assert_allclose(got[0], [1 / 1.1, 1 / 1.1], rtol=1e-9)
