@@ -43,18 +43,19 @@ Links that cannot saturate. A flow's rate never exceeds ``cap / coef`` on any li
 (that link would be over capacity from it alone), so a link whose flows, each at that most,
 fill less than its capacity is never the lowest: at the level of the link that is, every
 unfrozen flow on it is within its most and the link is not full. Such a link's entries change
-nothing but its own state, so a solve of sprayed flows leaves them out (``_unsaturable``): a
-1024-host spray_rr permutation's links past the first hop carry a sixteenth of a flow each and
-two thirds of its entries go (its ACK loops: a quarter fewer instructions, 0.95 -> 0.71 G, and
-10-20% less time, 0.15-0.21 -> 0.13-0.17 s alternating in one process), the rates the same to
-the bit. Where flows cross few links (under ``POOL_MIN_ENTRIES`` on average: ECMP), a transpose
-costs little beside a solve, so the ACK loop prunes again before each solve on that solve's own
-capacities, no bound on the ACKs needed: that finds 47% of a 1024-host ECMP permutation's
-entries, where the loop's bound finds none (a whole flow at its host link's rate fills a fabric
-link, before the ACKs), and its ACK loops take 18% less time. With the ACK reservation the capacity a solve
-gives data is what the ACKs leave, which is at least the capacity less the larger of the
-starting ACK load and the ACKs of every flow at its most; a link is left out only if its flows
-fill less than that, by ``SATURATION_MARGIN`` (float error in the levels is far smaller).
+nothing but its own state, so a solve leaves them out (``_unsaturable``); a link is left out
+only if its flows fill less than its capacity by ``SATURATION_MARGIN`` (float error in the
+levels is far smaller). The ACK loop's solves give data what the ACKs leave, which changes
+from solve to solve. For sprayed flows (``POOL_MIN_ENTRIES`` entries or more on average) the
+loop prunes once, against the capacity less the larger of the starting ACK load and the ACKs
+of every flow at its most (a bound on every solve's ACK load): a 1024-host spray_rr
+permutation's links past the first hop carry a sixteenth of a flow each and two thirds of its
+entries go (its ACK loops: a quarter fewer instructions, 0.95 -> 0.71 G, and 10-20% less time,
+0.15-0.21 -> 0.13-0.17 s alternating in one process). Where flows cross few links (ECMP) a
+transpose costs little beside a solve, so the loop prunes before each solve on that solve's own
+capacities, no bound needed: 47% of a 1024-host ECMP permutation's entries, where the bound
+finds none (a whole flow at its host link's rate fills a fabric link before the ACKs are
+counted), and its ACK loops take 18% less time. The rates are the same to the bit;
 ``tests/test_fluid_compiled_bookkeeping.py`` compares pruned and full solves bit for bit.
 """
 
