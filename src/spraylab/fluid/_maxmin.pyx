@@ -80,6 +80,12 @@ POOL_MIN_ENTRIES = 16
 cdef i64 _POOL_MIN_ENTRIES = POOL_MIN_ENTRIES
 
 
+cdef inline bint _sprayed(i64 nnz, i64 n) noexcept nogil:
+    # flows crossing POOL_MIN_ENTRIES links or more on average: the pool ranks the links, and
+    # the ACK loop prunes once (module doc)
+    return nnz >= _POOL_MIN_ENTRIES * n
+
+
 ctypedef int i32
 
 # A refill moving more than 1 / REBUILD_RATIO of the links into the pool replays the whole tree
@@ -186,8 +192,10 @@ def solve_acks_compiled(
     problem, acks, capacity, ack_load, double atol, int max_iterations, int stall_iterations, bint prune=True
 ):
     """The ACK reservation's fixed-point iteration (:func:`spraylab.fluid.acks.solve_with_acks`)
-    with this kernel, the problem transposed once for all its solves: ``(rates, data capacity,
-    ACK load, True)`` at the fixed point, ``(..., False)`` where that function falls back.
+    with this kernel, the problem transposed once for all its solves (sprayed flows) or before
+    each on its own capacities (flows on few links; module doc, "Links that cannot saturate"):
+    ``(rates, data capacity, ACK load, True)`` at the fixed point, ``(..., False)`` where that
+    function falls back.
     Every solve and ACK load is the same doubles as that function's loop: the data capacity is
     ``np.maximum(capacity - load, 0.0)``, the load is summed as ``_sparse.link_sums`` (entry
     order, ``np.bincount``'s), the change is ``max |new - load|``."""
@@ -209,7 +217,7 @@ def solve_acks_compiled(
     cdef bint done = False, ok = False
     # flows on few links (ECMP): transposing again for every solve costs little, and the solve's
     # own capacities (no bound on the ACKs needed) leave out more links than the loop's bound
-    cdef bint per_solve = prune and nnz < _POOL_MIN_ENTRIES * n
+    cdef bint per_solve = prune and not _sprayed(nnz, n)
     cdef Scratch s
     cdef char* block = _scratch(&s, n, n_links, nnz)
     # the solves work in the scratch block (warm in cache: fresh arrays each solve cost their
@@ -278,9 +286,11 @@ def solve_acks_compiled(
 
 
 def entries_kept(problem, capacity, acks=None, ack_load=None):
-    """How many of ``problem``'s entries a solve on ``capacity`` keeps (with ``acks`` and the
-    starting ``ack_load``: the ACK loop's), the others being on links that cannot saturate
-    (module doc): what the pruning saves, for tests and docs."""
+    """How many of ``problem``'s entries a solve on ``capacity`` keeps, the others being on links
+    that cannot saturate (module doc): what the pruning saves, for tests and docs. With ``acks``
+    and the starting ``ack_load``: against the bound on the ACK loop's solves, as the loop of
+    sprayed flows prunes (a loop of flows on few links prunes each solve on its own capacities,
+    ``entries_kept(problem, data_capacity)``)."""
     cdef const i64[::1] ptr = np.ascontiguousarray(problem.ptr, dtype=np.int64)
     cdef const i64[::1] link = np.ascontiguousarray(problem.link, dtype=np.int64)
     cdef const double[::1] coef = np.ascontiguousarray(problem.coef, dtype=np.float64)
@@ -553,7 +563,7 @@ cdef void _transpose(
     cdef i64 e, f, lk, k = 0
     cdef i32 l
     cdef double w
-    s.sprayed = nnz >= _POOL_MIN_ENTRIES * n
+    s.sprayed = _sprayed(nnz, n)
     if prune:
         _unsaturable(ptr, link, coef, n, n_links, cap, a_ptr, a_link, a_coef, ack_load, s, cut)
     else:
