@@ -2,8 +2,8 @@
 max-min kernel's pool (sprayed flows) against the progressive-filling oracle and the max-min
 certificate (Bertsekas & Gallager, Data Networks, section 6.5.2), the compiled ACK
 fixed-point loop against the Python loop of ``solve_with_acks``, ``link_sums`` against
-``np.bincount``, the compiled certificate against the numpy one, and the spray_rr draws
-against ``random.Random.sample``."""
+``np.bincount``, ``first_use_rows`` against ``np.unique`` and ``np.bincount``, the compiled
+certificate against the numpy one, and the spray_rr draws against ``random.Random.sample``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from spraylab.fluid._sparse import link_sums, restrict
+from spraylab.fluid._sparse import first_use_rows, link_sums, restrict
 
 from spraylab.fluid import _maxmin
 from spraylab.fluid.acks import solve_with_acks
@@ -88,6 +88,40 @@ def test_link_sums_are_bincounts_sums() -> None:
     ref = problem.restrict(rows)
     for a, b in ((sub.ptr, ref.ptr), (sub.link, ref.link), (sub.coef, ref.coef), (sub.weight, ref.weight)):
         assert np.array_equal(a, b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    walks=st.lists(
+        st.tuples(st.integers(0, 7), st.lists(st.integers(0, 11), max_size=6)), min_size=0, max_size=30
+    ),
+    shares=st.sampled_from([0.5, 1 / 3, 1 / 16, 0.1]),
+)
+def test_first_use_rows_is_unique_and_bincount(walks: list[tuple[int, list[int]]], shares: float) -> None:
+    """The walks' entries merged into one per (flow, link) at its first use, shares summed in
+    entry order: _traced_problem's np.unique / np.bincount / stable argsort, to the bit (links
+    repeat within a flow: several walks cross them; flows may have no entries)."""
+    n_flows, n_links = 8, 12
+    walks = sorted(walks, key=lambda w: w[0])  # entries come ordered by flow
+    entry_flow = np.array([f for f, links in walks for _ in links], dtype=np.int64)
+    entry_link = np.array([lk for _, links in walks for lk in links], dtype=np.int64)
+    share = np.array([shares * (1 + f % 3) for f, links in walks for _ in links])
+    ptr, link, coef = first_use_rows(entry_flow, entry_link, share, n_flows, n_links)
+    _, first, inverse = np.unique(entry_flow * n_links + entry_link, return_index=True, return_inverse=True)
+    want_coef = np.bincount(inverse, weights=share)
+    order = np.argsort(first, kind="stable")
+    want_ptr = np.zeros(n_flows + 1, dtype=np.int64)
+    np.cumsum(np.bincount(entry_flow[first[order]], minlength=n_flows), out=want_ptr[1:])
+    assert np.array_equal(ptr, want_ptr) and np.array_equal(link, entry_link[first[order]])
+    assert coef.tobytes() == want_coef[order].tobytes()
+
+
+def test_first_use_rows_refuses_entries_out_of_order() -> None:
+    one = np.array([0.5, 0.5])
+    with pytest.raises(ValueError, match="out of order or range"):
+        first_use_rows(np.array([1, 0]), np.array([0, 1]), one, 2, 2)
+    with pytest.raises(ValueError, match="out of order or range"):
+        first_use_rows(np.array([0, 0]), np.array([0, 5]), one, 2, 2)
 
 
 @pytest.mark.parametrize("seed", range(20))

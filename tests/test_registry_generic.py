@@ -6,6 +6,8 @@ by name at once, and an unknown name is one line naming the allowed ones."""
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import typing
 
 import pytest
@@ -57,6 +59,23 @@ def test_a_package_registry_imports_its_modules_once_and_keeps_entries_from_else
     assert registry.names() == ["mine"]
     with pytest.raises(ValueError, match="no name"):
         registry.register(object())
+
+
+def test_looking_up_a_builtin_imports_its_own_module_alone_and_an_unknown_name_imports_all() -> None:
+    # in a fresh process: this one has imported every scheme already
+    code = """
+import sys
+from spraylab.lb.base import REGISTRY
+from spraylab.workload.base import WORKLOADS
+assert REGISTRY.find("rps").name == "rps" and WORKLOADS.find("incast") is not None
+schemes = {m for m in sys.modules if m.startswith("spraylab.lb.") and m != "spraylab.lb.base"}
+assert schemes == {"spraylab.lb.rps"}, schemes
+assert "spraylab.lb.tor_assist" not in sys.modules
+assert REGISTRY.find("no_such_scheme") is None and "spraylab.lb.tor_assist" in sys.modules
+assert {"dfs", "reps", "tor_assist"} <= set(REGISTRY.names())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 def test_a_table_format_is_one_registered_function() -> None:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from spraylab.engine.simulator import Simulator
-from spraylab.fluid._sparse import link_sums, restrict
+from spraylab.fluid._sparse import first_use_rows, link_sums, restrict
 from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
 from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_samples, random_words, route_model
 from spraylab.fluid.solver import Problem, certify, pick_solver, problem_from_rows, solver_named
@@ -301,10 +301,8 @@ def _traced_problem(run: FluidRun, src: np.ndarray, dst: np.ndarray, n_links: in
     entry_link = links[used]
     share = (1.0 / per_flow)[entry_flow]
     # one entry per (flow, link), at its first use, with the walks' shares summed in walk order
-    _, first, inverse = np.unique(entry_flow * n_links + entry_link, return_index=True, return_inverse=True)
-    coef = np.bincount(inverse, weights=share)
-    order = np.argsort(first, kind="stable")
-    return _csr(n, n_links, entry_flow[first[order]], entry_link[first[order]], coef[order])
+    ptr, link, coef = first_use_rows(entry_flow, entry_link, share, n, n_links)
+    return Problem(ptr, link, coef, np.ones(n), n_links)
 
 
 def _csr(n_flows: int, n_links: int, entry_flow: np.ndarray, link: np.ndarray, coef: np.ndarray) -> Problem:

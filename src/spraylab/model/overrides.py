@@ -47,9 +47,8 @@ def _set_path(node: Any, parts: list[str], value: Any, key: str, seen: list[str]
 def switch_scheme(lb: Any, scheme: Any) -> dict[str, Any]:
     """The ``lb`` section after ``lb.scheme`` is set to ``scheme``: the base's parameters that the
     new scheme accepts carry over, the others are dropped (they belong to the old scheme)."""
-    from spraylab.lb.base import REGISTRY, load_builtin_schemes
+    from spraylab.lb.base import REGISTRY
 
-    load_builtin_schemes()
     cls = REGISTRY.find(scheme)
     if cls is None or not isinstance(lb, dict):
         return {"scheme": scheme}  # validation reports the unknown scheme

@@ -315,18 +315,16 @@ class LbSection(BaseModel):
     @field_validator("scheme")
     @classmethod
     def _known(cls, name: str) -> str:
-        from spraylab.lb.base import REGISTRY, load_builtin_schemes
+        from spraylab.lb.base import REGISTRY
 
-        load_builtin_schemes()
         if name not in REGISTRY:
             raise ValueError(f"unknown scheme; allowed: {one_of(sorted(REGISTRY))}")
         return name
 
     @model_validator(mode="after")
     def _params(self) -> LbSection:
-        from spraylab.lb.base import REGISTRY, load_builtin_schemes
+        from spraylab.lb.base import REGISTRY
 
-        load_builtin_schemes()
         params_model = REGISTRY[self.scheme].Params
         try:
             params_model(**self.params)

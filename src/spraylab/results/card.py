@@ -80,9 +80,8 @@ def fabric_facts(fabric: Fabric) -> dict[str, Any]:
 
 def lb_params(scenario: Scenario) -> dict[str, Any]:
     """The scheme's parameters with defaults filled in (what the run actually used)."""
-    from spraylab.lb.base import REGISTRY, load_builtin_schemes
+    from spraylab.lb.base import REGISTRY
 
-    load_builtin_schemes()
     params = REGISTRY[scenario.lb.scheme].Params(**scenario.lb.params)
     return params.model_dump(mode="json")
 
