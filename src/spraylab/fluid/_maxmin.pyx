@@ -182,36 +182,43 @@ def _fill(
     cdef const double* p_weight = _d(weight)
     with nogil:
         _transpose(
-            &ptr[0], p_link, p_coef, p_weight, n, n_links, nnz, &s, _d(cap), NULL, NULL, NULL, NULL, prune
+            &ptr[0], NULL, p_link, p_coef, p_weight, n, n_links, nnz, &s, _d(cap), NULL, NULL, NULL, NULL, prune
         )
         _run(p_weight, _d(cap), _dw(rate), n, n_links, &s)
     _release(&s, block)
 
 
 def solve_acks_compiled(
-    problem, acks, capacity, ack_load, double atol, int max_iterations, int stall_iterations, bint prune=True
+    problem, acks, capacity, ack_load, double atol, int max_iterations, int stall_iterations, bint prune=True,
+    rows=None,
 ):
     """The ACK reservation's fixed-point iteration (:func:`spraylab.fluid.acks.solve_with_acks`)
     with this kernel, the problem transposed once for all its solves (sprayed flows) or before
     each on its own capacities (flows on few links; module doc, "Links that cannot saturate"):
     ``(rates, data capacity, ACK load, True)`` at the fixed point, ``(..., False)`` where that
-    function falls back.
+    function falls back. ``rows``: solve these rows of ``problem`` and ``acks`` alone, in their
+    order, as ``problem.restrict(rows)`` and ``acks.restrict(rows)`` would (the same doubles,
+    without copying the rows: the engine solves its table's moving flows at every event).
     Every solve and ACK load is the same doubles as that function's loop: the data capacity is
     ``np.maximum(capacity - load, 0.0)``, the load is summed as ``_sparse.link_sums`` (entry
     order, ``np.bincount``'s), the change is ``max |new - load|``."""
     cdef const i64[::1] ptr = np.ascontiguousarray(problem.ptr, dtype=np.int64)
     cdef const i64[::1] link = np.ascontiguousarray(problem.link, dtype=np.int64)
     cdef const double[::1] coef = np.ascontiguousarray(problem.coef, dtype=np.float64)
-    cdef const double[::1] weight = np.ascontiguousarray(problem.weight, dtype=np.float64)
+    cdef const double[::1] weight = np.ascontiguousarray(
+        problem.weight if rows is None else problem.weight[rows], dtype=np.float64
+    )
     cdef const i64[::1] a_ptr = np.ascontiguousarray(acks.ptr, dtype=np.int64)
     cdef const i64[::1] a_link = np.ascontiguousarray(acks.link, dtype=np.int64)
     cdef const double[::1] a_coef = np.ascontiguousarray(acks.coef, dtype=np.float64)
     cdef const double[::1] cap = np.ascontiguousarray(capacity, dtype=np.float64)
     cdef const double[::1] ack_load0 = np.ascontiguousarray(ack_load, dtype=np.float64)
-    cdef i64 n = ptr.shape[0] - 1
+    cdef const i64[::1] row_of = np.ascontiguousarray(rows if rows is not None else ptr[:0], dtype=np.int64)
+    cdef const i64* p_rows = &row_of[0] if rows is not None and row_of.shape[0] else NULL
+    cdef i64 n = row_of.shape[0] if rows is not None else ptr.shape[0] - 1
     cdef i64 n_links = cap.shape[0]
-    cdef i64 nnz = link.shape[0]
-    cdef i64 lk, f, e, since_best = 0
+    cdef i64 nnz = _row_entries(&ptr[0], p_rows, n, ptr.shape[0] - 1) if rows is not None else link.shape[0]
+    cdef i64 lk, f, r, e, since_best = 0
     cdef int it, n_solved = 0
     cdef double v, d, change, best = INFINITY, sent
     cdef bint done = False, ok = False
@@ -233,7 +240,7 @@ def solve_acks_compiled(
         with nogil:
             if not per_solve:  # once, leaving out the links no solve of the loop can fill
                 _transpose(
-                    &ptr[0], p_link, p_coef, p_weight, n, n_links, nnz, &s,
+                    &ptr[0], p_rows, p_link, p_coef, p_weight, n, n_links, nnz, &s,
                     _d(cap), &a_ptr[0], _i(a_link), _d(a_coef), load, prune,
                 )
             for it in range(max_iterations):
@@ -244,14 +251,15 @@ def solve_acks_compiled(
                     data_cap[lk] = v if (v >= 0.0 or v != v) else 0.0  # np.maximum(v, 0.0)
                 if per_solve:  # on this solve's own capacities (module doc)
                     _transpose(
-                        &ptr[0], p_link, p_coef, p_weight, n, n_links, nnz, &s,
+                        &ptr[0], p_rows, p_link, p_coef, p_weight, n, n_links, nnz, &s,
                         data_cap, NULL, NULL, NULL, NULL, prune,
                     )
                 _run(p_weight, data_cap, rate, n, n_links, &s)
                 memset(new, 0, n_links * sizeof(double))
-                for f in range(a_ptr.shape[0] - 1):  # the ACK load, as _sparse.link_sums
+                for f in range(n):  # the ACK load, as _sparse.link_sums
+                    r = p_rows[f] if p_rows != NULL else f
                     sent = rate[f] if isfinite(rate[f]) else 0.0
-                    for e in range(a_ptr[f], a_ptr[f + 1]):
+                    for e in range(a_ptr[r], a_ptr[r + 1]):
                         new[a_link[e]] += a_coef[e] * sent
                 change = 0.0  # max |new - load|, nan if any is (np.max)
                 for lk in range(n_links):
@@ -304,7 +312,7 @@ def entries_kept(problem, capacity, acks=None, ack_load=None):
     cdef Scratch s
     cdef char* block = _scratch(&s, n, cap.shape[0], link.shape[0])
     _transpose(
-        &ptr[0], _i(link), _d(coef), _d(weight), n, cap.shape[0], link.shape[0], &s, _d(cap),
+        &ptr[0], NULL, _i(link), _d(coef), _d(weight), n, cap.shape[0], link.shape[0], &s, _d(cap),
         &a_ptr[0] if acks is not None else NULL, _i(a_link), _d(a_coef), _d(load), True,
     )
     kept = s.n_entries
@@ -543,8 +551,19 @@ cdef inline void _sift_down(double* heap, i64 size, i64 node, double v) noexcept
     heap[node] = v
 
 
+cdef inline i64 _row_entries(const i64* ptr, const i64* rows, i64 n, i64 n_rows) except -1:
+    """The entries of rows ``rows[:n]`` of a table of ``n_rows`` rows (each checked in range)."""
+    cdef i64 i, r, total = 0
+    for i in range(n):
+        r = rows[i]
+        if r < 0 or r >= n_rows:
+            raise IndexError(f"row {r} of a table of {n_rows}")
+        total += ptr[r + 1] - ptr[r]
+    return total
+
+
 cdef void _transpose(
-    const i64* ptr, const i64* link, const double* coef, const double* weight,
+    const i64* ptr, const i64* rows, const i64* link, const double* coef, const double* weight,
     i64 n, i64 n_links, i64 nnz, Scratch* s,
     const double* cap, const i64* a_ptr, const i64* a_link, const double* a_coef,
     const double* ack_load, bint prune,
@@ -553,19 +572,20 @@ cdef void _transpose(
     (``prune``: not those on links that cannot saturate, see :func:`_unsaturable`) with their
     links as i32, the link -> flows transpose, every link's flows and slope (sum of coefficient
     x weight) before any is frozen, and the tree's padding (unless the kept block has it).
-    ``cap``, the ACK entries (``a_ptr`` NULL: none) and ``ack_load`` (NULL: none) are those of
-    the solves to come, for the pruning."""
+    Flow ``f`` is row ``rows[f]`` of the table (``rows`` NULL: row ``f``), and ``weight`` is
+    one per flow. ``cap``, the ACK entries (``a_ptr`` NULL: none) and ``ack_load`` (NULL: none)
+    are those of the solves to come, for the pruning."""
     cdef i64* link_ptr = s.link_ptr
     cdef i32* entry_link = s.entry_link
     cdef double* entry_coef = s.entry_coef
     cdef double* slope0 = s.slope0
     cdef char* cut = s.pooled  # (free until a solve: the links not kept)
-    cdef i64 e, f, lk, k = 0
+    cdef i64 e, f, r, lk, k = 0
     cdef i32 l
     cdef double w
     s.sprayed = _sprayed(nnz, n)
     if prune:
-        _unsaturable(ptr, link, coef, n, n_links, cap, a_ptr, a_link, a_coef, ack_load, s, cut)
+        _unsaturable(ptr, rows, link, coef, n, n_links, cap, a_ptr, a_link, a_coef, ack_load, s, cut)
     else:
         memset(cut, 0, n_links)
     for lk in range(n_links + 1):
@@ -573,9 +593,10 @@ cdef void _transpose(
     for lk in range(n_links):
         slope0[lk] = 0.0
     for f in range(n):
+        r = rows[f] if rows != NULL else f
         w = weight[f]
         s.flow_ptr[f] = k
-        for e in range(ptr[f], ptr[f + 1]):
+        for e in range(ptr[r], ptr[r + 1]):
             l = <i32> link[e]
             if cut[l]:
                 continue
@@ -605,7 +626,7 @@ cdef void _transpose(
 
 
 cdef void _unsaturable(
-    const i64* ptr, const i64* link, const double* coef, i64 n, i64 n_links,
+    const i64* ptr, const i64* rows, const i64* link, const double* coef, i64 n, i64 n_links,
     const double* cap, const i64* a_ptr, const i64* a_link, const double* a_coef,
     const double* ack_load, Scratch* s, char* cut,
 ) noexcept nogil:
@@ -618,24 +639,26 @@ cdef void _unsaturable(
     # the largest ACK load (free until the loop's second solve; without ACK entries, untouched:
     # the loop's per-solve pruning runs while a solve's load is in it)
     cdef double* acks = s.ack_load[1]
-    cdef i64 e, f, lk
+    cdef i64 e, f, row, lk
     cdef double v, r
     for lk in range(n_links):
         demand[lk] = 0.0
         if a_ptr != NULL:  # (else a solve of the ACK loop may be using it)
             acks[lk] = 0.0
     for f in range(n):
+        row = rows[f] if rows != NULL else f
         r = INFINITY
-        for e in range(ptr[f], ptr[f + 1]):
+        for e in range(ptr[row], ptr[row + 1]):
             v = cap[link[e]] / coef[e]
             if v < r or v != v:  # a nan bound sticks: its links are never cut
                 r = v
         most[f] = r
-        for e in range(ptr[f], ptr[f + 1]):  # (the flow's entries again, still in cache)
+        for e in range(ptr[row], ptr[row + 1]):  # (the flow's entries again, still in cache)
             demand[link[e]] += coef[e] * r
     if a_ptr != NULL:
         for f in range(n):
-            for e in range(a_ptr[f], a_ptr[f + 1]):
+            row = rows[f] if rows != NULL else f
+            for e in range(a_ptr[row], a_ptr[row + 1]):
                 acks[a_link[e]] += a_coef[e] * most[f]
     for lk in range(n_links):
         v = acks[lk] if a_ptr != NULL else 0.0

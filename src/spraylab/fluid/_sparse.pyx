@@ -117,17 +117,26 @@ def link_sums(
     const double[::1] value,
     i64 n_links,
     bint finite_only=False,
+    const i64[::1] rows=None,
 ):
     """Per link, the sum of ``coef[e] * value[f]`` over the entries ``e`` of every row ``f``,
     in entry order from 0.0 (``np.bincount``'s sums, see the module doc). ``finite_only``: a
-    row whose value is not finite counts as 0 (an unconstrained flow sends nothing)."""
+    row whose value is not finite counts as 0 (an unconstrained flow sends nothing).
+    ``rows``: of rows ``rows`` alone, ``value[i]`` that of row ``rows[i]`` (the sums of the
+    table restricted to them, without the copy)."""
     out_a = np.zeros(n_links, dtype=np.float64)
     cdef double[::1] out = out_a
-    cdef i64 n = ptr.shape[0] - 1
-    cdef i64 f, e
+    cdef i64 n_table = ptr.shape[0] - 1
+    cdef i64 n = n_table if rows is None else rows.shape[0]
+    cdef i64 i, f, e
     cdef double v
-    for f in range(n):
-        v = value[f]
+    if value.shape[0] < n:
+        raise ValueError(f"{value.shape[0]} values for {n} rows")
+    for i in range(n):
+        f = i if rows is None else rows[i]
+        if f < 0 or f >= n_table:
+            raise IndexError(f"row {f} of a table of {n_table}")
+        v = value[i]
         if finite_only and not isfinite(v):
             v = 0.0
         for e in range(ptr[f], ptr[f + 1]):
@@ -143,14 +152,24 @@ def certificate(
     const double[::1] cap,
     const double[::1] rate,
     double rtol,
+    const i64[::1] rows=None,
 ):
     """``None`` if ``rate`` (every flow active) is the max-min fair allocation of the problem on
     ``cap``, else what :func:`spraylab.fluid.solver.certify` would raise: the first link over
-    capacity, a negative rate, or the first flow without a bottleneck."""
-    cdef i64 n = ptr.shape[0] - 1
+    capacity, a negative rate, or the first flow without a bottleneck. ``rows``: of the
+    problem's rows ``rows`` alone (flow ``i`` is row ``rows[i]``, its rate ``rate[i]``), as of
+    the problem restricted to them."""
+    cdef i64 n_table = ptr.shape[0] - 1
+    cdef i64 n = n_table if rows is None else rows.shape[0]
     cdef i64 n_links = cap.shape[0]
-    cdef i64 f, e, lk
+    cdef i64 i, f, e, lk
     cdef double scale = 1.0, atol, r, norm
+    if rate.shape[0] < n or weight.shape[0] < n_table:
+        raise ValueError(f"{rate.shape[0]} rates and {weight.shape[0]} weights for {n} flows")
+    if rows is not None:
+        for i in range(n):
+            if rows[i] < 0 or rows[i] >= n_table:
+                raise IndexError(f"row {rows[i]} of a table of {n_table}")
     cdef double* load = <double*> malloc((2 * n_links + 1) * sizeof(double))
     if load == NULL:
         raise MemoryError()
@@ -168,8 +187,9 @@ def certificate(
         atol = rtol * scale
         # a flow with no finite rate puts nothing on its links (and has no bottleneck); one pass
         # for the loads (summed in entry order, as np.bincount) and each link's largest rate / weight
-        for f in range(n):
-            r = rate[f]
+        for i in range(n):
+            f = i if rows is None else rows[i]
+            r = rate[i]
             if not isfinite(r):
                 continue
             norm = r / weight[f]
@@ -181,24 +201,25 @@ def certificate(
         for lk in range(n_links):
             if load[lk] > cap[lk] * (1 + rtol) + atol:
                 return f"link {lk} carries {load[lk]:.6g} > capacity {cap[lk]:.6g}"
-        for f in range(n):
-            if rate[f] < 0:
+        for i in range(n):
+            if rate[i] < 0:
                 return "negative rate"
         for lk in range(n_links):
             saturated[lk] = load[lk] >= cap[lk] * (1 - rtol) - atol
-        for f in range(n):
+        for i in range(n):
+            f = i if rows is None else rows[i]
             if ptr[f + 1] == ptr[f]:
                 continue  # crosses no link: nothing to certify
-            if isfinite(rate[f]):
-                norm = rate[f] / weight[f]
+            if isfinite(rate[i]):
+                norm = rate[i] / weight[f]
                 for e in range(ptr[f], ptr[f + 1]):
                     lk = link[e]
                     if saturated[lk] and norm >= link_max[lk] * (1 - rtol) - atol:
                         break
                 else:
-                    return f"flow {f} (rate {rate[f]:.6g}) has no bottleneck link"
+                    return f"flow {i} (rate {rate[i]:.6g}) has no bottleneck link"
             else:
-                return f"flow {f} (rate {rate[f]:.6g}) has no bottleneck link"
+                return f"flow {i} (rate {rate[i]:.6g}) has no bottleneck link"
         return None
     finally:
         free(load)

@@ -79,15 +79,16 @@ def ack_bytes_per_byte(n_packets: int, volume_bytes: float, per_ack: int) -> flo
 
 class AckRates(NamedTuple):
     """Rates with the ACK reservation, and what certifies them: ``rates`` are the max-min fair
-    allocation of ``problem`` on ``capacity`` (the data rows on the capacity the ACKs leave, or
-    after a fallback the shared rows on the full capacity). ``ack_load``: the ACK bytes per
-    second the rates put on every link."""
+    allocation of ``problem`` (its rows ``rows``, None: all) on ``capacity`` (the data rows on
+    the capacity the ACKs leave, or after a fallback the shared rows on the full capacity).
+    ``ack_load``: the ACK bytes per second the rates put on every link."""
 
     rates: np.ndarray
     capacity: np.ndarray
     ack_load: np.ndarray
     problem: Problem
     fell_back: bool
+    rows: np.ndarray | None = None
 
 
 def solve_with_acks(
@@ -97,21 +98,26 @@ def solve_with_acks(
     capacity: np.ndarray,
     ack_load: np.ndarray,
     fallback_solve: Callable[[Problem, np.ndarray], np.ndarray] | None = None,
+    rows: np.ndarray | None = None,
 ) -> AckRates:
     """Rates of ``problem``'s flows with their ACKs (``acks``: the same rows, entries on the
     ACK routes, coefficients in ACK bytes per byte of rate) reserved ahead of data, from the
     starting ACK load ``ack_load`` (the closer to the fixed point, the fewer solves). When the
     iteration does not converge, the shared allocation of the module doc (``fell_back``),
     solved by ``fallback_solve`` (default ``solve``; a warm solver must not see the shared rows,
-    which are not the rows it last solved)."""
+    which are not the rows it last solved). ``rows``: of these rows of ``problem`` and
+    ``acks`` alone (as restricted to them; the compiled loop reads them in place)."""
     finite = capacity[np.isfinite(capacity)]
     atol = ACK_RTOL * max(float(finite.max(initial=0.0)), 1e-30)
     if solve is solve_compiled:  # the loop below in C, transposing the problem once
         rates, data_cap, new, ok = solve_acks_compiled(
-            problem, acks, capacity, ack_load, atol, MAX_ITERATIONS, STALL_ITERATIONS
+            problem, acks, capacity, ack_load, atol, MAX_ITERATIONS, STALL_ITERATIONS, rows=rows
         )
         if ok:
-            return AckRates(rates, data_cap, new, problem, False)
+            return AckRates(rates, data_cap, new, problem, False, rows)
+    if rows is not None:
+        problem, acks = problem.restrict(rows), acks.restrict(rows)
+    if solve is solve_compiled:
         return _fall_back(problem, acks, capacity, fallback_solve or solve)
     load = ack_load
     best, since_best = np.inf, 0

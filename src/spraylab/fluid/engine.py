@@ -464,21 +464,23 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
             catch_up()
             rows = np.flatnonzero(active & (routes.goodput > 0) & routes.reachable)
             key = (cap_version, rows.tobytes())
-            sub, ack_sub = _restricted(routes, rows)
             rates = memo.get(key)
             if rates is None:
                 solve = warm.solver_for(rows) if use_warm else kernel
                 if run.ack_ratio:
                     # from the ACKs the flows still sending put on the links at their last
-                    # rates (finished flows send none): one solve fewer than from the last load
-                    ack_start = _link_sums(ack_sub, send[rows], p.n_links)
-                    solved = solve_with_acks(solve, sub, ack_sub, routes.cap, ack_start, kernel)
+                    # rates (finished flows send none): one solve fewer than from the last load;
+                    # the rows are read in place (the compiled loop and certificate), not copied
+                    ack_start = _link_sums(routes.acks, send[rows], p.n_links, rows)
+                    solved = solve_with_acks(solve, p, routes.acks, routes.cap, ack_start, kernel, rows)
                     rates, solved_on, solved_cap = solved.rates, solved.problem, solved.capacity
+                    solved_rows = solved.rows
                     ack_fallbacks += solved.fell_back
                 else:
-                    rates, solved_on, solved_cap = solve(sub, routes.cap), sub, routes.cap
+                    sub = _restrict(p, rows)
+                    rates, solved_on, solved_cap, solved_rows = solve(sub, routes.cap), sub, routes.cap, None
                 if run.certify:
-                    certify(solved_on, solved_cap, rates)
+                    certify(solved_on, solved_cap, rates, rows=solved_rows)
                 if len(memo) < 4096:
                     memo[key] = rates
                 solves += 1
@@ -584,20 +586,16 @@ def simulate(run: FluidRun, time_limit_ps: int, max_wall_s: float = 0.0, max_eve
     )
 
 
-def _restricted(routes: _Routes, rows: np.ndarray) -> tuple[Problem, Problem]:
-    """The problem of flows ``rows`` and of their ACKs (``Problem.restrict``, compiled: the
-    engine restricts before every solve)."""
-    return _restrict(routes.problem, rows), _restrict(routes.acks, rows)
-
-
 def _restrict(p: Problem, rows: np.ndarray) -> Problem:
+    """The problem of flows ``rows`` (``Problem.restrict``, compiled)."""
     return Problem(*restrict(p.ptr, p.link, p.coef, p.weight, rows), p.n_links)
 
 
-def _link_sums(p: Problem, value: np.ndarray, n_links: int) -> np.ndarray:
-    """Per link, ``p``'s coefficients times its rows' ``value`` (one per row), summed as
-    ``np.bincount(p.link, weights=p.coef * value[p.entry_flow])`` sums them (fluid/_sparse.pyx)."""
-    return link_sums(p.ptr, p.link, p.coef, value, n_links)
+def _link_sums(p: Problem, value: np.ndarray, n_links: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """Per link, ``p``'s coefficients times its rows' ``value`` (one per row; ``rows``: of
+    those rows alone), summed as ``np.bincount(p.link, weights=p.coef * value[p.entry_flow])``
+    sums them (fluid/_sparse.pyx)."""
+    return link_sums(p.ptr, p.link, p.coef, value, n_links, False, rows)
 
 
 def _event_links(ff: FluidFabric, a: str, b: str, parallel: int | None, direction: str = "both") -> list[int]:

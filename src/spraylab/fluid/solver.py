@@ -264,11 +264,15 @@ def certify(
     rate: np.ndarray,
     active: np.ndarray | None = None,
     rtol: float = 1e-7,
+    rows: np.ndarray | None = None,
 ) -> None:
     """Raise :class:`CertificateError` unless ``rate`` is the max-min fair allocation: every
     link carries at most its capacity, and every active flow crossing a link has a saturated
-    link on which its rate / weight is the largest (module docstring)."""
+    link on which its rate / weight is the largest (module docstring). ``rows``: of these rows
+    of ``problem`` alone, one rate each (as of ``problem.restrict(rows)``)."""
     p = problem
+    if rows is not None and active is not None:
+        p, rows = p.restrict(rows), None
     if active is None:  # the engine's case, every flow active: the same checks, compiled
         from spraylab.fluid._sparse import certificate
 
@@ -280,6 +284,7 @@ def certify(
             np.ascontiguousarray(capacity, dtype=float),
             np.ascontiguousarray(rate, dtype=float),
             rtol,
+            None if rows is None else np.ascontiguousarray(rows, dtype=np.int64),
         )
         if failed is not None:
             raise CertificateError(failed)
