@@ -23,7 +23,7 @@ def test_a_flow_whose_acks_cross_a_saturated_link_is_not_bottlenecked_there(kern
     data = problem_from_lists([[0], [0], [1]], 3)
     acks = problem_from_lists([[2], [2], [0]], 3, coefs=[[a], [a], [a]])
     caps = np.array([1.0, 1.0, np.inf])
-    rates, data_cap, load, _, _ = solve_with_acks(solver_named(kernel), data, acks, caps, np.zeros(3))
+    rates, data_cap, load = solve_with_acks(solver_named(kernel), data, acks, caps, np.zeros(3))[:3]
     np.testing.assert_allclose(rates, [(1 - a) / 2, (1 - a) / 2, 1.0], rtol=1e-9)
     np.testing.assert_allclose(load[:2], [a * 1.0, 0.0], rtol=1e-9)
     certify(data, data_cap, rates)
@@ -38,7 +38,7 @@ def test_the_reservation_is_the_fixed_point_of_the_acks_it_implies(kernel: str) 
     acks = problem_from_lists([[1], [0]], 2, coefs=[[a], [a]])
     caps = np.array([10.0, 10.0])
     for start in (np.zeros(2), np.full(2, 5.0)):
-        rates, _, load, _, _ = solve_with_acks(solver_named(kernel), data, acks, caps, start)
+        rates, _, load = solve_with_acks(solver_named(kernel), data, acks, caps, start)[:3]
         # converged: the last step moved the ACK load by at most ACK_RTOL x capacity, and the
         # step contracts by a, so the rates are that close to the fixed point
         np.testing.assert_allclose(rates, 10.0 / (1 + a), rtol=0, atol=ACK_RTOL * 10.0)
