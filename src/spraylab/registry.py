@@ -1,11 +1,12 @@
 """One registry mechanism for everything spraylab picks by name.
 
 A :class:`Registry` maps names to entries (classes or functions). Its built-in entries are the
-modules of one package, each registering itself on import: the registry imports them all once,
-on first use, so adding a load-balancing scheme, a congestion control, a recovery mode, a
-topology or workload kind, a table format, an export layout, an import tool or a link-event
-action is adding one file to its package. A name nobody registered is refused in one line that
-names the allowed ones.
+modules of one package, each registering itself on import: looking a name up imports the
+package's module of that name (a built-in lives in the module it names), and listing the
+names, or a name no module is called by, imports them all once, so adding a load-balancing
+scheme, a congestion control, a recovery mode, a topology or workload kind, a table format, an
+export layout, an import tool or a link-event action is adding one file to its package. A name
+nobody registered is refused in one line that names the allowed ones.
 
 The registries: ``lb.scheme`` (:data:`spraylab.lb.base.REGISTRY`), ``transport.cc``
 (:data:`spraylab.transport.cc.base.CONGESTION_CONTROLS`), ``transport.recovery``
@@ -40,8 +41,8 @@ class Registry(MutableMapping[str, T], Generic[T]):
 
     ``key`` is what selects an entry (a scenario key or a command-line option: ``lb.scheme``,
     ``--format``), ``what`` what an entry is (``scheme``), both for the error line;
-    ``package``'s modules (but ``skip``) are imported once, on first use, to register the
-    built-in entries; ``name_of`` reads an entry's own name (default: its ``name`` attribute),
+    ``package``'s modules (but ``skip``) register the built-in entries: a lookup imports the
+    module of the name it looks up, anything else all of them, once; ``name_of`` reads an entry's own name (default: its ``name`` attribute),
     for ``@registry.register`` without a name. A mapping: ``name in registry``,
     ``registry[name]``, iteration in name order, and (for tests that add entries and put the
     registry back) ``registry[name] = entry``, ``del``, ``clear``, ``update``; ``get`` refuses an
