@@ -42,11 +42,11 @@ class Registry(MutableMapping[str, T], Generic[T]):
     ``key`` is what selects an entry (a scenario key or a command-line option: ``lb.scheme``,
     ``--format``), ``what`` what an entry is (``scheme``), both for the error line;
     ``package``'s modules (but ``skip``) register the built-in entries: a lookup imports the
-    module of the name it looks up, anything else all of them, once; ``name_of`` reads an entry's own name (default: its ``name`` attribute),
-    for ``@registry.register`` without a name. A mapping: ``name in registry``,
-    ``registry[name]``, iteration in name order, and (for tests that add entries and put the
-    registry back) ``registry[name] = entry``, ``del``, ``clear``, ``update``; ``get`` refuses an
-    unknown name, ``find`` returns None for it."""
+    module of the name it looks up, anything else all of them, once; ``name_of`` reads an
+    entry's own name (default: its ``name`` attribute), for ``@registry.register`` without a
+    name. A mapping: ``name in registry``, ``registry[name]``, iteration in name order, and
+    (for tests that add entries and put the registry back) ``registry[name] = entry``, ``del``,
+    ``clear``, ``update``; ``get`` refuses an unknown name, ``find`` returns None for it."""
 
     def __init__(
         self,

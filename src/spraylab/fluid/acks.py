@@ -115,7 +115,7 @@ def solve_with_acks(
         )
         if ok:
             return AckRates(rates, data_cap, new, problem, False, rows)
-    if rows is not None:
+    if rows is not None:  # the fallback and the Python loop work on copies of the rows
         problem, acks = problem.restrict(rows), acks.restrict(rows)
     if solve is solve_compiled:
         return _fall_back(problem, acks, capacity, fallback_solve or solve)
