@@ -18,14 +18,16 @@ Cases and the issue's targets:
 * ``moe_<strategy>_<G>``: one Mixtral-8x7B dispatch + combine on a rail cluster of G GPUs
   (8 per server) under each rail strategy, fluid engine;
 * ``floor``: a process that starts the interpreter and imports numpy and pydantic, nothing
-  else: what every case pays before spraylab does anything, and a speedometer of the machine's
-  hour for these Python-heavy processes (the shared machine's speed swings 1.5x and more).
+  else (with one BLAS thread, as ``import spraylab`` sets before numpy loads: OpenBLAS's pool
+  otherwise spins for tens of milliseconds of CPU): what every case pays before spraylab does
+  anything, and a speedometer of the machine's hour for these Python-heavy processes (the
+  shared machine's speed swings 1.5x and more).
 
 The issue's whole-process figure (the 1024-host permutations with ACKs, <= 0.6 s of user CPU,
 interpreter and imports included) depends on that hour, so it is measured in interleaved rounds
 beside the floor:
 
-    PYTHONPATH=src .venv/bin/python benchmarks/fluid_scale.py --rounds 10 floor perm_1024_ecmp \
+    PYTHONPATH=src .venv/bin/python benchmarks/fluid_scale.py --rounds 20 floor perm_1024_ecmp \
         perm_1024_rps perm_1024_spray_rr --json benchmarks/fluid_perm_1024_rounds.json
 
 The issue's four scale targets, each run in its own process under a memory cap (``RLIMIT_AS``
@@ -156,6 +158,9 @@ def _moe_8192(strategy: str, layer: int) -> dict[str, Any]:
 
 def measure(case: str) -> dict[str, Any]:
     if case == "floor":
+        import spraylab  # noqa: F401  (its environment alone: one BLAS thread, as every case has)
+
+        # isort: split
         import numpy  # noqa: F401
         import pydantic  # noqa: F401
 
