@@ -9,6 +9,7 @@ import io
 import subprocess
 import sys
 import typing
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -29,10 +30,12 @@ from spraylab.transport.cc.base import CONGESTION_CONTROLS, register_cc
 from spraylab.transport.recovery.base import RECOVERIES, register_recovery
 from spraylab.workload.base import WORKLOADS
 
+REGISTRIES = (REGISTRY, CONGESTION_CONTROLS, RECOVERIES, TOPOLOGIES, WORKLOADS, TABLE_FORMATS,
+              EXPORT_LAYOUTS, IMPORT_TOOLS, LINK_ACTIONS, EXECUTORS, METRICS, ANALYSES)  # fmt: skip
+
 
 def test_every_named_choice_is_one_registry_and_the_old_names_still_work() -> None:
-    for registry in (REGISTRY, CONGESTION_CONTROLS, RECOVERIES, TOPOLOGIES, WORKLOADS, TABLE_FORMATS,
-                     EXPORT_LAYOUTS, IMPORT_TOOLS, LINK_ACTIONS, EXECUTORS, METRICS, ANALYSES):  # fmt: skip
+    for registry in REGISTRIES:
         assert isinstance(registry, Registry) and registry.names(), registry
     # the names other code registers with
     assert register == REGISTRY.register and load_builtin_schemes == REGISTRY.load_builtins
@@ -76,6 +79,31 @@ assert {"dfs", "reps", "tor_assist"} <= set(REGISTRY.names())
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_no_name_is_registered_twice_so_a_lookup_by_own_module_is_the_full_lookup() -> None:
+    """A lookup imports the name's own module only; that finds what importing every module
+    finds as long as no built-in name is registered by two modules (or twice by one)."""
+    code = """
+import collections
+from spraylab import registry
+seen = collections.defaultdict(list)
+add = registry.Registry._add
+def recording(self, name, entry):
+    seen[(self.key, name)].append(getattr(entry, "__module__", "?"))
+    add(self, name, entry)
+registry.Registry._add = recording
+from test_registry_generic import REGISTRIES
+for r in REGISTRIES:
+    r.load_builtins()
+twice = {k: v for k, v in seen.items() if len(v) > 1}
+assert not twice, twice
+assert len(seen) > 50, len(seen)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, cwd=Path(__file__).parent
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_a_table_format_is_one_registered_function() -> None:
