@@ -19,8 +19,10 @@ from typing import Any
 import numpy as np
 import pytest
 from conftest import FLUID_KERNELS
+from hypothesis import given
+from hypothesis import strategies as st
 
-from spraylab.fluid.engine import prepare, wire_bytes
+from spraylab.fluid.engine import _right_of, prepare, wire_bytes
 from spraylab.model.scenario import FLUID_QUANTUM_PS, ScenarioError, validate
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.routes import packet_hash, trace_route
@@ -412,3 +414,17 @@ def test_max_events_is_an_event_budget_in_the_fluid_engine() -> None:
     enough = run({**sc, "run": {**sc["run"], "max_events": full.summary["events"]}})
     assert enough.summary["stop_reason"] == "done"
     assert list(enough.flows["fct_ps"]) == list(full.flows["fct_ps"])
+
+
+@given(
+    st.lists(st.sampled_from([0.0, 1.0, 1.5, 2.0, 2.0, 3.0, 1e12]), max_size=12),
+    st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 1e12, 2e12]),
+    st.integers(0, 12),
+)
+def test_the_step_s_search_is_searchsorted(values: list[float], value: float, start: int) -> None:
+    """The event loop finds the flows due by ``now`` (and the window of the next run-outs) from
+    where the finished ones end, reading the one-flow answers off the sorted due times: always
+    ``searchsorted(value, side="right")`` when the first ``start`` are due (at most ``value``)."""
+    a = np.sort(np.array(values, dtype=float))
+    start = min(start, int(a.searchsorted(value, side="right")))  # the loop's precondition
+    assert _right_of(a, start, value) == int(a.searchsorted(value, side="right"))
