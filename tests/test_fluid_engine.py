@@ -22,7 +22,7 @@ from conftest import FLUID_KERNELS
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spraylab.fluid.engine import _right_of, prepare, wire_bytes
+from spraylab.fluid.engine import _DueOrder, _right_of, prepare, wire_bytes
 from spraylab.model.scenario import FLUID_QUANTUM_PS, ScenarioError, validate
 from spraylab.net.framing import ACK_WIRE_BYTES, data_wire_bytes
 from spraylab.net.routes import packet_hash, trace_route
@@ -427,4 +427,31 @@ def test_the_step_s_search_is_searchsorted(values: list[float], value: float, st
     ``searchsorted(value, side="right")`` when the first ``start`` are due (at most ``value``)."""
     a = np.sort(np.array(values, dtype=float))
     start = min(start, int(a.searchsorted(value, side="right")))  # the loop's precondition
-    assert _right_of(a, start, value) == int(a.searchsorted(value, side="right"))
+    assert _right_of(a, start, value, len(a)) == int(a.searchsorted(value, side="right"))
+
+
+@given(
+    due=st.lists(st.sampled_from([0.0, 1.0, 1.5, 2.0, 2.0, 3.0, 7.5, 1e12]), max_size=600),
+    queries=st.lists(st.sampled_from([0.0, 1.0, 2.0, 2.5, 7.5, 1e12, 2e12]), max_size=6),
+)
+def test_the_lazy_due_order_is_the_full_stable_sort(due: list[float], queries: list[float]) -> None:
+    """The event loop sorts the moving flows by due time a chunk at a time, as far as its
+    steps read: the sorted part is always the prefix of the full stable argsort (ties in
+    their order at the solve), and a search of it is ``searchsorted`` of the whole order."""
+    times = np.array(due, dtype=float)
+    full = np.argsort(times, kind="stable")
+    queue = _DueOrder(np.arange(len(times)), times.copy(), times * 2)
+    queue.FIRST_CHUNK = 4  # several extensions on a small case
+    queue._chunk = 4
+    head = 0
+    for value in queries:
+        queue.cover_index(head)
+        queue.cover_value(value)
+        k = queue.n_sorted
+        assert np.array_equal(queue.flow[:k], full[:k])
+        assert np.array_equal(queue.run_out[:k], times[full[:k]] * 2)
+        assert sorted(queue.flow[k:].tolist()) == sorted(full[k:].tolist())
+        want = int(np.sort(times, kind="stable").searchsorted(value, side="right"))
+        head = min(head, want)
+        assert _right_of(queue.due, head, value, k) == want
+        head = want
