@@ -433,16 +433,18 @@ def test_the_step_s_search_is_searchsorted(values: list[float], value: float, st
 @given(
     due=st.lists(st.sampled_from([0.0, 1.0, 1.5, 2.0, 2.0, 3.0, 7.5, 1e12]), max_size=600),
     queries=st.lists(st.sampled_from([0.0, 1.0, 2.0, 2.5, 7.5, 1e12, 2e12]), max_size=6),
+    first_chunk=st.sampled_from([1, 4, 64]),
 )
-def test_the_lazy_due_order_is_the_full_stable_sort(due: list[float], queries: list[float]) -> None:
+def test_the_lazy_due_order_is_the_full_stable_sort(
+    due: list[float], queries: list[float], first_chunk: int
+) -> None:
     """The event loop sorts the moving flows by due time a chunk at a time, as far as its
     steps read: the sorted part is always the prefix of the full stable argsort (ties in
     their order at the solve), and a search of it is ``searchsorted`` of the whole order."""
     times = np.array(due, dtype=float)
     full = np.argsort(times, kind="stable")
-    queue = _DueOrder(np.arange(len(times)), times.copy(), times * 2)
-    queue.FIRST_CHUNK = 4  # several extensions on a small case
-    queue._chunk = 4
+    small = type("SmallChunks", (_DueOrder,), {"FIRST_CHUNK": first_chunk})  # several chunks
+    queue = small(np.arange(len(times)), times.copy(), times * 2)
     head = 0
     for value in queries:
         queue.cover_index(head)

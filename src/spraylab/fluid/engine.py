@@ -622,12 +622,17 @@ class _DueOrder:
     ``run_out`` times, are in that order and hold every flow due by ``threshold``; the rest
     are due later and keep their order at the solve."""
 
-    FIRST_CHUNK = 256  # flows sorted at first; every further extension sorts twice as many
+    # flows sorted at first (all of them, at once, when there are no more: the chunks'
+    # bookkeeping costs more than sorting a few thousand); each further chunk is twice as large
+    FIRST_CHUNK = 4096
 
     def __init__(self, flow: np.ndarray, due: np.ndarray, run_out: np.ndarray) -> None:
+        if len(flow) <= self.FIRST_CHUNK:
+            order = np.argsort(due, kind="stable")
+            flow, due, run_out = flow[order], due[order], run_out[order]
         self.flow, self.due, self.run_out = flow, due, run_out
-        self.n_sorted = 0
-        self.threshold = -math.inf if len(flow) else math.inf
+        self.n_sorted = len(flow) if len(flow) <= self.FIRST_CHUNK else 0
+        self.threshold = math.inf if self.n_sorted == len(flow) else -math.inf
         self._chunk = self.FIRST_CHUNK
 
     def cover_index(self, index: int) -> None:
