@@ -65,7 +65,7 @@ from libc.string cimport memcpy, memset
 
 import numpy as np
 
-__all__ = ["solve_compiled", "solve_acks_compiled", "entries_kept"]
+__all__ = ["solve_compiled", "solve_acks_compiled", "entries_kept", "sprayed"]
 
 ctypedef long long i64
 
@@ -84,6 +84,12 @@ cdef inline bint _sprayed(i64 nnz, i64 n) noexcept nogil:
     # flows crossing POOL_MIN_ENTRIES links or more on average: the pool ranks the links, and
     # the ACK loop prunes once (module doc)
     return nnz >= _POOL_MIN_ENTRIES * n
+
+
+def sprayed(i64 n_entries, i64 n_flows):
+    """Whether flows with ``n_entries`` entries among ``n_flows`` count as sprayed here (the
+    pool, one pruning per ACK loop): the engine's choice of reading their rows in place."""
+    return _sprayed(n_entries, n_flows)
 
 
 ctypedef int i32

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from spraylab.engine.simulator import Simulator
-from spraylab.fluid._maxmin import POOL_MIN_ENTRIES
+from spraylab.fluid._maxmin import sprayed
 from spraylab.fluid._sparse import first_use_rows, link_sums, restrict
 from spraylab.fluid.acks import ack_bytes_per_byte, packets_per_ack, solve_with_acks
 from spraylab.fluid.routing import FluidFabric, packet_hash_array, random_samples, random_words, route_model
@@ -237,7 +237,7 @@ class _Routes:
         self.reachable = np.diff(self.problem.ptr) > 0
         # flows on many links each (spraying): the compiled ACK loop transposes them once per
         # loop, not before every solve, and the engine hands it their rows in place (simulate)
-        self.sprayed = len(self.problem.link) >= POOL_MIN_ENTRIES * max(self.problem.n_flows, 1)
+        self.sprayed = bool(sprayed(len(self.problem.link), self.problem.n_flows))
         self.capacity(capacity_bps, np.ones(self.n_real, dtype=bool))
 
     def _row(self, run: FluidRun, i: int, src: int, dst: int) -> dict[int, float]:
